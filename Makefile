@@ -1,0 +1,49 @@
+# FLAME's two Quick-start commands (`make demo`, `make test`) and the docs build.
+# Each target sets up what it needs from nothing: a venv in .venv with the packages from PyPI.
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+BIN   := $(VENV)/bin
+STAMP := $(VENV)/.flame-installed
+
+.PHONY: install demo test check-clean nbtest pytest docs browser
+
+# On a CPU machine `torch==2.13.0` resolves to the local CPU build; an unpinned torch would pull
+# gigabytes of CUDA wheels, so torch is installed first, pinned, and only if the venv lacks one.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) -c "from flame.tensor import demo; demo('runs/demo')"
+
+# Headless Chromium for the docs test (Debian's package; root on CI machines).
+browser:
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The package must equal what the notebooks export, and the notebooks must be clean:
+# run both tools on a copy and fail on any difference, leaving the working tree alone.
+check-clean: install
+	@tmp=$$(mktemp -d) && cp -r pyproject.toml nbs flame $$tmp/ && \
+	  (cd $$tmp && $(abspath $(BIN))/nbdev-export && $(abspath $(BIN))/nbdev-clean) && \
+	  find $$tmp -name __pycache__ -prune -exec rm -rf {} + && \
+	  if diff -r -x __pycache__ nbs $$tmp/nbs && diff -r -x __pycache__ flame $$tmp/flame; then \
+	    echo "check-clean: package matches notebooks, notebooks clean"; rm -rf $$tmp; \
+	  else echo "check-clean: run nbdev-export and nbdev-clean, then commit" >&2; rm -rf $$tmp; exit 1; fi
+
+# Triton kernels run on CPU through the interpreter (fp32); cells flagged cuda/slow are skipped.
+nbtest: install
+	TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing
+
+pytest: install browser
+	$(BIN)/python -m pytest -q tests
+
+test: check-clean nbtest pytest
+
+docs: install
+	$(PY) docs/build.py
