@@ -41,9 +41,9 @@ nbtest: install
 	TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing
 
 pytest: install browser
-	$(BIN)/python -m pytest -q tests
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m pytest -q tests
 
 test: check-clean nbtest pytest
 
 docs: install
-	$(PY) docs/build.py
+	NO_MKDOCS_2_WARNING=1 $(PY) docs/build.py
