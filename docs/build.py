@@ -13,18 +13,45 @@ import argparse, base64, os, re, shutil, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # document the working tree's package, installed or not
 NBS, SRC, SITE = ROOT / "nbs", ROOT / "_docs", ROOT / "_site"
 _DIRECTIVE = re.compile(r"^\s*#\s*\|.*$", re.M)
 
 
+def _doc_filter():
+    """nbdev's documentation processors, except that rendering API entries runs only what they need.
+
+    nbdev's `exec_show_docs` also executes any cell that merely *contains* an import (even a test cell
+    whose other lines use names from unexecuted cells); here only exported cells, `show_doc` cells and
+    cells made of imports alone are run, which is all `show_doc` needs."""
+    import ast
+    from nbdev.processors import FilterDefaults, exec_show_docs, _show_docs
+
+    def needed(cell):
+        if cell.cell_type != "code" or not cell.source: return False
+        if cell.directives_.keys() & {"export", "exports", "exporti", "exec_doc"}: return True
+        try: trees = cell.parsed_()
+        except SyntaxError: return False
+        if not trees: return False
+        return _show_docs(trees) or all(isinstance(t, (ast.Import, ast.ImportFrom)) for t in trees)
+
+    class exec_needed_show_docs(exec_show_docs):
+        def __call__(self, cell):
+            if needed(cell): super().__call__(cell)
+
+    class DocFilter(FilterDefaults):
+        def base_procs(self):
+            return [exec_needed_show_docs if p is exec_show_docs else p for p in super().base_procs()]
+    return DocFilter()
+
+
 def processed(path: Path):
-    "The notebook at `path` after nbdev's documentation processors."
+    "The notebook at `path` after the documentation processors."
     from fastcore.nbio import read_nb
-    from nbdev.processors import FilterDefaults
     nb = read_nb(path)
     nb.path_ = str(path)
     os.environ["IN_TEST"] = "1"  # nbdev's convention: code that checks it skips side effects
-    FilterDefaults()(nb)
+    _doc_filter()(nb)
     return nb
 
 
