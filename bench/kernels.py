@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Fused-kernel benchmark: FLAME's Triton adaLN LayerNorm, QK RMSNorm and RoPE at Flux shapes, forward and
+forward+backward, against the eager PyTorch reference and torch.compile of that reference, all in one run;
+and AdamW on 100M parameters against torch.optim.AdamW(fused=True). GB/s counts the bytes each op must move
+(inputs read once, outputs written once); the copy roof is measured in the same run. Prints a table, writes JSON.
+
+    python bench/kernels.py --out bench/results/kernels.json
+"""
+import argparse, datetime, json, sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch, triton
+from flame.kernels.core import (OPS, FLUX_SHAPES, adamw_, bench, device_ceilings, measure_op, op_cost, op_inputs,
+                                results_table)
+
+def kernel_rows(dtype, rows, save):
+    for op, shapes in FLUX_SHAPES.items():
+        compiled = torch.compile(OPS[op][1])
+        for shape in shapes:
+            for backward in (False, True):
+                r = measure_op(op, shape, dtype, backward)
+                r["eager_ms"] = measure_op(op, shape, dtype, backward, impl="eager")["ms"]
+                try: r["compile_ms"] = measure_op(op, shape, dtype, backward, impl=compiled)["ms"]
+                except Exception as e: r["compile_ms"], r["compile_error"] = float("nan"), f"{type(e).__name__}: {str(e)[:200]}"
+                r["x_eager"], r["x_compile"] = r["eager_ms"] / r["ms"], r["compile_ms"] / r["ms"]
+                rows.append(r); save(); print(f"{op:22s} {str(tuple(shape)):20s} {r['pass']:8s} {r['ms']:.3f} ms "
+                                      f"{r['GBps']:.0f} GB/s  x{r['x_eager']:.2f} eager  x{r['x_compile']:.2f} compile", flush=True)
+                torch.cuda.empty_cache()
+
+def adamw_rows(rows, save, n=100_000_000):
+    "One AdamW step on n params: FLAME's flat kernel vs torch.optim.AdamW(fused=True) on the same flat tensor."
+    hp = dict(lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2)
+    for label, dtype, sr in (("fp32", torch.float32, False), ("bf16", torch.bfloat16, False), ("bf16+SR", torch.bfloat16, True)):
+        p, g, m, v = op_inputs("adamw_", (n,), dtype)
+        step = [0]
+        def ours():
+            step[0] += 1
+            adamw_(p, g, m, v, step=step[0], **hp, stochastic_rounding=sr)
+        ms = bench(ours)
+        tp = torch.nn.Parameter(p.detach().clone()); tp.grad = g.to(dtype)
+        opt = torch.optim.AdamW([tp], **hp, fused=True)  # bf16 params: torch keeps bf16 state (not comparable bytes)
+        torch_ms = bench(opt.step)
+        nbytes, _ = op_cost("adamw_", [p, g, m, v])
+        rows.append({"params": label, "n": n, "ms": ms, "GBps": nbytes / ms / 1e6, "torch_fused_ms": torch_ms,
+                     "x_torch_fused": torch_ms / ms})
+        save()
+        print(f"adamw_ {label:8s} n={n:,}: {ms:.3f} ms {nbytes / ms / 1e6:.0f} GB/s; torch fused {torch_ms:.3f} ms "
+              f"(x{torch_ms / ms:.2f})", flush=True)
+        del p, g, m, v, tp, opt; torch.cuda.empty_cache()
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/results/kernels.json")
+    ap.add_argument("--dtype", default="bfloat16")
+    args = ap.parse_args()
+    ceilings = device_ceilings()
+    print(f"ceilings: {ceilings}", flush=True)
+    res = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
+           "torch": torch.__version__, "triton": triton.__version__, "ceilings": ceilings, "rows": [], "adamw": []}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    save = lambda: Path(args.out).write_text(json.dumps(res, indent=1))  # after every row: a cut-off run keeps what it measured
+    adamw_rows(res["adamw"], save)
+    kernel_rows(getattr(torch, args.dtype), res["rows"], save)
+    print(results_table(res))
