@@ -12,7 +12,7 @@ __all__ = ['MAX_WIDTH', 'OPS', 'FLUX_SHAPES', 'triton_available', 'interpreting'
            'RMSNorm', 'rms_norm', 'rope_freqs', 'apply_rope_reference', 'ApplyRope', 'apply_rope', 'adamw_reference_',
            'adamw_', 'op_inputs', 'op_cost', 'op_runner', 'measure_op', 'load_results', 'results_table', 'profiler']
 
-# %% ../../nbs/10_kernels.ipynb #d81737f1
+# %% ../../nbs/10_kernels.ipynb #c77c8aa7
 import os, time, json, math, statistics
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,7 +34,7 @@ def _up(t: torch.Tensor) -> torch.Tensor:
     "`t` in at least fp32 (references compute in fp32; float64 stays float64 for `gradcheck`)."
     return t.to(torch.promote_types(t.dtype, torch.float32))
 
-# %% ../../nbs/10_kernels.ipynb #c1906843
+# %% ../../nbs/10_kernels.ipynb #b1d974ef
 _BACKENDS = ("auto", "triton", "reference")
 _backend = ContextVar("flame_kernel_backend", default="auto")
 
@@ -66,7 +66,7 @@ def use_triton(*tensors: torch.Tensor) -> bool:
         raise RuntimeError("backend('triton'): Triton needs CUDA tensors, or CPU tensors with TRITON_INTERPRET=1")
     return runnable
 
-# %% ../../nbs/10_kernels.ipynb #b9f1f610
+# %% ../../nbs/10_kernels.ipynb #3718c370
 def reference_backward(reference, inputs, grad_outputs):
     "Gradients of `reference(*inputs)` w.r.t. the tensor `inputs` that need them, keeping the graph."
     inputs = list(inputs)
@@ -77,7 +77,7 @@ def reference_backward(reference, inputs, grad_outputs):
     grads = iter(torch.autograd.grad(outs, wrt, grad_outputs, create_graph=True, allow_unused=True))
     return tuple(next(grads) if isinstance(t, torch.Tensor) and t.requires_grad else None for t in inputs)
 
-# %% ../../nbs/10_kernels.ipynb #da44ec55
+# %% ../../nbs/10_kernels.ipynb #8d94a9ef
 def check_tensor(name, t, *, shape=None, dtype=None, device=None, floating=True):
     "Raise `ValueError` naming `name` unless `t` is a tensor of the expected shape/dtype/device."
     if not isinstance(t, torch.Tensor): raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
@@ -90,7 +90,7 @@ def check_tensor(name, t, *, shape=None, dtype=None, device=None, floating=True)
         raise ValueError(f"{name}: expected device {device}, got {t.device}")
     return t
 
-# %% ../../nbs/10_kernels.ipynb #6fffcbe2
+# %% ../../nbs/10_kernels.ipynb #fc66811f
 _poison = ContextVar("flame_poison_outputs", default=False)
 
 @contextmanager
@@ -105,7 +105,7 @@ def new_buffer(shape, dtype, device) -> torch.Tensor:
     t = torch.empty(shape, dtype=dtype, device=device)
     return t.fill_(float("nan")) if _poison.get() else t
 
-# %% ../../nbs/10_kernels.ipynb #779f6a81
+# %% ../../nbs/10_kernels.ipynb #beef0d0e
 def _graph_ms(fn, rep: int) -> float:
     "GPU milliseconds of `fn` replayed as a CUDA graph after an L2 flush, minus the flush alone (no CPU overhead)."
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
@@ -149,7 +149,7 @@ def device_ceilings(device="cuda", nbytes: int = 1 << 30, gemm: int = 8192) -> d
         out["bf16_TFLOPs"] = 2 * gemm ** 3 / ms / 1e9
     return out
 
-# %% ../../nbs/10_kernels.ipynb #ca756a3f
+# %% ../../nbs/10_kernels.ipynb #cf7301bd
 def roofline(points, ceilings, ax=None, title=None):
     "Plot `points` (dicts: name, flops, bytes, ms) under the measured `ceilings` (copy_GBps, bf16_TFLOPs)."
     import matplotlib.pyplot as plt
@@ -166,7 +166,7 @@ def roofline(points, ceilings, ax=None, title=None):
     ax.set_title(title or "roofline"); ax.legend(fontsize=7, loc="upper left")
     return ax
 
-# %% ../../nbs/10_kernels.ipynb #60696f62
+# %% ../../nbs/10_kernels.ipynb #3bacedbf
 MAX_WIDTH = 16384  # widest row one program holds in registers; wider rows take the reference path
 
 def _rows3(t: torch.Tensor):
@@ -228,13 +228,13 @@ def _load_rows(P, rows, cols, mask, n1, n2, s0, s1, s2):
     ptrs = P + _row_offsets(rows, n1, n2, s0, s1, s2)[:, None] + cols[None, :]
     return tl.load(ptrs, mask=mask, other=0.).to(tl.float32)
 
-# %% ../../nbs/10_kernels.ipynb #373e9edb
+# %% ../../nbs/10_kernels.ipynb #abd40a2d
 def layer_norm_modulated_reference(x, shift, scale, eps: float = 1e-6):
     "LayerNorm over the last dim (no affine) `* (1 + scale) + shift`, in fp32, in x's dtype."
     xf = torch.nn.functional.layer_norm(_up(x), x.shape[-1:], eps=eps)
     return (xf * (1 + _up(scale)) + _up(shift)).to(x.dtype)
 
-# %% ../../nbs/10_kernels.ipynb #12dee537
+# %% ../../nbs/10_kernels.ipynb #cfad1ced
 @_jit
 def _ln_mod_fwd_kernel(X, SH, SC, Y, MEAN, RSTD, L, n_b, D, eps,
                        xs0, xs1, xs2, hs0, hs1, hs2, cs0, cs1, cs2,
@@ -274,7 +274,7 @@ def _ln_mod_fwd(x, shift, scale, eps):
     _launch("ln_fwd", (D, x.dtype, per_sample), _tile_candidates(D), launch)
     return y, mean, rstd
 
-# %% ../../nbs/10_kernels.ipynb #e0929144
+# %% ../../nbs/10_kernels.ipynb #906a596b
 @_jit
 def _ln_mod_bwd_kernel(X, SC, DY, MEAN, RSTD, DX, DSC, PSH, L, D, per_chunk, n_b,
                        xs0, xs1, xs2, cs0, cs1, cs2, ds0, ds1, ds2,
@@ -333,7 +333,7 @@ def _ln_mod_bwd(dy, x, scale, mean, rstd, shift_shape):
     dshift = dy.to(scale.dtype) if shift_per_token else pshift.sum(1, keepdim=True).to(scale.dtype)
     return dx, dshift, dscale if scale_per_token else dscale.sum(1, keepdim=True).to(scale.dtype)
 
-# %% ../../nbs/10_kernels.ipynb #05e4b566
+# %% ../../nbs/10_kernels.ipynb #909f7dc8
 class LayerNormModulated(torch.autograd.Function):
     "adaLN LayerNorm with a fused Triton forward and backward."
     @staticmethod
@@ -370,7 +370,7 @@ def layer_norm_modulated(x, shift, scale, eps: float = 1e-6):
         return LayerNormModulated.apply(x, shift, scale, eps)
     return layer_norm_modulated_reference(x, shift, scale, eps)
 
-# %% ../../nbs/10_kernels.ipynb #b7dd7c7b
+# %% ../../nbs/10_kernels.ipynb #875df2c1
 def rms_norm_reference(x, weight, eps: float = 1e-6):
     "RMSNorm over the last dim with learnt `weight`, computed in fp32, returned in x's dtype."
     xf = _up(x)
@@ -414,7 +414,7 @@ def _rms_bwd_kernel(X, W, DY, RSTD, DX, PW, n_rows, n1, n2, D, per_chunk,
         acc += tl.sum(dy * xhat, axis=0)
     tl.store(PW + chunk.to(tl.int64) * D + cols, acc, mask=cmask)
 
-# %% ../../nbs/10_kernels.ipynb #09cd7090
+# %% ../../nbs/10_kernels.ipynb #95b7da08
 class RMSNorm(torch.autograd.Function):
     "RMSNorm with a fused Triton forward and backward."
     @staticmethod
@@ -461,7 +461,7 @@ def rms_norm(x, weight, eps: float = 1e-6):
     if x.shape[-1] <= MAX_WIDTH and use_triton(x, weight): return RMSNorm.apply(x, weight, eps)
     return rms_norm_reference(x, weight, eps)
 
-# %% ../../nbs/10_kernels.ipynb #f1cadf64
+# %% ../../nbs/10_kernels.ipynb #c4b0e255
 def rope_freqs(ids, dim: int, theta: int = 10_000, axes_dim=(16, 56, 56)):
     "BFL's rotary `freqs` (B, 1, L, dim/2, 2, 2) for position `ids` (B, L, n_axes), one axis per `axes_dim`."
     if sum(axes_dim) != dim: raise ValueError(f"axes_dim: expected sizes summing to dim={dim}, got {tuple(axes_dim)}")
@@ -490,7 +490,7 @@ def apply_rope_reference(x, freqs):
     out = freqs[..., 0] * x_[..., 0] + freqs[..., 1] * x_[..., 1]
     return out.reshape(*x.shape).type_as(x)
 
-# %% ../../nbs/10_kernels.ipynb #72f6d32d
+# %% ../../nbs/10_kernels.ipynb #ae9a21a9
 @_jit
 def _rope_kernel(X, F, Y, H, L, D2, xs0, xs1, xs2, fs0, fs1, fs2, fsi, fsj,
                  BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr):
@@ -551,7 +551,7 @@ def apply_rope(x, freqs):
     if not freqs.requires_grad and D // 2 <= MAX_WIDTH and use_triton(x, freqs): return ApplyRope.apply(x, freqs)
     return apply_rope_reference(x, freqs)
 
-# %% ../../nbs/10_kernels.ipynb #aa5d39e5
+# %% ../../nbs/10_kernels.ipynb #d4934c5d
 def _sr_seed(seed: int, step: int) -> int:
     "One 31-bit Philox key per (seed, step)."
     return (seed * 1_000_003 + step * 7_919 + 1) & 0x7FFFFFFF
@@ -621,7 +621,7 @@ def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0
                                             ROUND=rounding, BLOCK=block, num_warps=8)
     return params
 
-# %% ../../nbs/10_kernels.ipynb #3f9a7e44
+# %% ../../nbs/10_kernels.ipynb #feb70b68
 def op_inputs(op, shape, dtype=torch.bfloat16, device="cuda"):
     "Fresh random inputs for `op` at `shape` (x's shape; AdamW: (n,))."
     g = lambda *s: torch.randn(*s, device=device)
@@ -682,7 +682,7 @@ def measure_op(op, shape, dtype=torch.bfloat16, backward=False, impl="flame", de
     return {"op": op, "shape": list(shape), "dtype": str(dtype).replace("torch.", ""), "pass": "fwd+bwd" if backward else "fwd",
             "impl": impl if isinstance(impl, str) else "compile", "ms": ms, "GBps": nbytes / ms / 1e6, "bytes": nbytes, "flops": flops}
 
-# %% ../../nbs/10_kernels.ipynb #5e02c3a3
+# %% ../../nbs/10_kernels.ipynb #47cd6ee0
 def load_results(path=None) -> dict:
     "The recorded GPU benchmark (bench/results/kernels.json), or {} if there is none."
     path = Path(path) if path else Path(__file__).resolve().parents[2] / "bench" / "results" / "kernels.json"
@@ -700,7 +700,7 @@ def results_table(res: dict) -> str:
                      f"{100 * r['GBps'] / res['ceilings']['copy_GBps']:.0f}% | {r['x_torch_fused']:.2f} (× torch fused) | |")
     return head + "\n".join(lines)
 
-# %% ../../nbs/10_kernels.ipynb #7255bd45
+# %% ../../nbs/10_kernels.ipynb #8a32791b
 def profiler(results=None):
     "ipywidgets profiler: op, shape, dtype -> timing and roofline point (live on CUDA, else recorded results)."
     import ipywidgets as W
