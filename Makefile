@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# `flame train` with no arguments: a LoRA on the embedded default, written to runs/demo/.
 demo: install
-	$(PY) -c "from flame.tensor import demo; demo('runs/demo')"
+	$(BIN)/flame train
 
 # Headless Chromium for the docs test (Debian's package; root on CI machines).
 browser:
