@@ -9,7 +9,7 @@ Docs: https://flame-dev.github.io/flame/autograd.html.md"""
 __all__ = ['POLICIES', 'add_block_hooks', 'checkpoint', 'offload_activations', 'GradBuffer', 'DemoBlock', 'train_step',
            'profile_step', 'policy_profiler']
 
-# %% ../nbs/01_autograd.ipynb #8b9fc7e9
+# %% ../nbs/01_autograd.ipynb #ca1ff052
 import itertools, threading, warnings, weakref
 from collections import OrderedDict
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch.utils._pytree import tree_flatten, tree_unflatten
 from torch.utils.hooks import RemovableHandle
 
-# %% ../nbs/01_autograd.ipynb #a507b9fc
+# %% ../nbs/01_autograd.ipynb #b86c79bf
 _HOOKS = ("before_forward", "after_forward", "before_recompute", "after_backward")
 _block_hooks = weakref.WeakKeyDictionary()   # module -> OrderedDict{handle id: {hook name: fn or None}}
 
@@ -46,7 +46,7 @@ def _hooks(module, name):
 def _call(module, name):
     for fn in _hooks(module, name): fn(module)
 
-# %% ../nbs/01_autograd.ipynb #4510be6a
+# %% ../nbs/01_autograd.ipynb #fe6457a6
 class _SaveInputs(torch.autograd.Function):
     "Keeps the block's tensor inputs as saved tensors of a node that backward never runs."
     @staticmethod
@@ -83,6 +83,9 @@ class _Frame:
         self.cuda_rng = [torch.cuda.get_rng_state(d) for d in self.cuda_devices]
         self.autocast = _autocast_state()
         self.saver = _SaveInputs.apply(torch.empty(0, requires_grad=True), *(flat[i] for i in tensor_pos))
+        # The saver node is now the only holder of the input tensors, so they go through any outer
+        # saved-tensor hooks (offload moves them off the GPU) and are freed with the graph.
+        self.flat = [None if i in tensor_pos else v for i, v in enumerate(flat)]
 
     def pack(self, x):
         holder = _Holder(len(self.holders), _meta(x))
@@ -136,7 +139,7 @@ class _Frame:
             raise RuntimeError(f"checkpoint: the block saved {len(missing)} fewer tensor(s) when re-run than in "
                                "its forward; it must run the same ops for the same inputs")
 
-# %% ../nbs/01_autograd.ipynb #764950e0
+# %% ../nbs/01_autograd.ipynb #3fecf485
 def _exit_nodes(node, start, end, seen):
     "Nodes of the block below `node` (sequence numbers in (start, end]) with an edge leaving the block."
     stack, exits = [node], []
@@ -183,7 +186,7 @@ def _arm_after_backward(module, out, start):
         handle = node.register_hook(done)
     for node in outs.values(): node.register_prehook(arm)
 
-# %% ../nbs/01_autograd.ipynb #6d4a4aca
+# %% ../nbs/01_autograd.ipynb #b93922bd
 def checkpoint(block, *args, **kwargs):
     "Run `block(*args, **kwargs)` keeping only its inputs for backward; re-run it there (exact, non-reentrant)."
     if not callable(block):
@@ -204,7 +207,7 @@ def checkpoint(block, *args, **kwargs):
     if _hooks(module, "after_backward"): _arm_after_backward(module, out, frame.saver.grad_fn._sequence_nr())
     return out
 
-# %% ../nbs/01_autograd.ipynb #fa912175
+# %% ../nbs/01_autograd.ipynb #e74b131a
 def _is_weight(t):
     "Is `t` an `nn.Parameter` or a view of one (like the `w.t()` a linear layer saves)? Those stay put."
     return isinstance(t, nn.Parameter) or isinstance(t._base, nn.Parameter)
@@ -288,7 +291,7 @@ def offload_activations(*, min_bytes: int = 1 << 20, prefetch_bytes: int = 256 <
     with torch.autograd.graph.saved_tensors_hooks(off.pack, off.unpack):
         yield off
 
-# %% ../nbs/01_autograd.ipynb #9ddca595
+# %% ../nbs/01_autograd.ipynb #de7f8aad
 class GradBuffer:
     "Gradients of `params` in one flat `dtype` buffer: `p.grad` views (same dtype) or `buf.view(p)` (accumulated by hook)."
     def __init__(self, params, dtype: torch.dtype = torch.float32):
@@ -343,7 +346,7 @@ class GradBuffer:
     def __repr__(self):
         return f"GradBuffer({len(self.params)} params, {self.flat.numel():,} x {self.dtype}, {self.flat.device})"
 
-# %% ../nbs/01_autograd.ipynb #17d18778
+# %% ../nbs/01_autograd.ipynb #a32a9921
 class DemoBlock(nn.Module):
     "A pre-norm transformer block from plain torch ops and SDPA: the subject of the lesson and the benchmark."
     def __init__(self, width: int = 64, heads: int = 4, mlp_ratio: int = 4, device=None, dtype=None):
@@ -392,7 +395,7 @@ def profile_step(policy: str = "checkpoint", n_blocks: int = 4, tokens: int = 25
             loss = train_step(blocks, x, policy)
     return tl, loss
 
-# %% ../nbs/01_autograd.ipynb #1bd6a863
+# %% ../nbs/01_autograd.ipynb #ffd35495
 def policy_profiler(device=None, dtype=None):
     "An ipywidgets profiler: policy, blocks, tokens, width -> memory timeline and peak of one training step."
     import ipywidgets as W
