@@ -111,9 +111,7 @@ def main(out):
     floor = sum(sizes) / p8.bandwidth
     res["forward_streamed"] = {"measured_ms": t * 1e3, "predicted_ms": pf.predicted_forward * 1e3, "peak_bytes": peak,
                                "floor_ms": floor * 1e3, "ratio_to_floor": t / floor,
-                               "diffusers_group_offload_ms": None,
-                               "diffusers_note": "not run: loading the same weights into diffusers' FluxTransformer2DModel "
-                                                 "(24 GB conversion) did not fit this run's time; DESIGN anchor: 510 ms (H200)"}
+                               "diffusers": "compared in the same run by bench/offload_vs_diffusers.py"}
     print(f"forward streamed: {res['forward_streamed']}", flush=True)
     res["wall_s"] = time.time() - t0
     atomic_write(out, json.dumps(res, indent=1))
