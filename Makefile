@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.flame-installed
 
-.PHONY: install demo test check-clean nbtest pytest docs browser
+.PHONY: install demo test check-clean lint nbtest pytest docs browser
 
 # On a CPU machine `torch==2.13.0` resolves to the local CPU build; an unpinned torch would pull
 # gigabytes of CUDA wheels, so torch is installed first, pinned, and only if the venv lacks one.
@@ -45,10 +45,14 @@ nbtest: install
 	TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing --file-re '^1[0-9]_.*\.ipynb$$'
 	TRITON_INTERPRET=0 $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '^([_.]|1[0-9]_)'
 
+# Every undefined or unused name in the package fails the build (pyflakes: no style rules, no configuration).
+lint: install
+	$(BIN)/python -m pyflakes flame
+
 pytest: install browser
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m pytest -q tests
 
-test: check-clean nbtest pytest
+test: check-clean lint nbtest pytest
 
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(PY) docs/build.py

@@ -4,10 +4,13 @@ plain / checkpoint / checkpoint + flame.autograd.offload_activations / checkpoin
 Median of interleaved timed steps after warm-up (CUDA events); peak = max_memory_allocated above the weights
 and gradients. Prints a table and writes JSON (--out). Needs a CUDA GPU.
 """
-import argparse, datetime, json, statistics
+import argparse, datetime, json, statistics, sys
+from pathlib import Path
 import torch
 from torch import nn
-from flame.autograd import DemoBlock, POLICIES, checkpoint, train_step, offload_activations
+from flame.autograd import checkpoint, offload_activations
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nbs"))   # the notebooks' toy models (not in the package)
+from toys import DemoBlock, POLICIES, policy_step
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
@@ -27,7 +30,7 @@ def main():
 
     def step(policy):
         blocks.zero_grad(set_to_none=False)
-        return train_step(blocks, x, policy)
+        return policy_step(blocks, x, policy)
 
     losses = {}
     for p in POLICIES:                                  # warm-up; grads allocated once, kept (set_to_none=False)

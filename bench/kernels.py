@@ -11,13 +11,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch, triton
-from flame.kernels.core import (OPS, FLUX_SHAPES, adamw_, bench, device_ceilings, measure_op, op_cost, op_inputs,
-                                results_table)
+# importing any module of flame.kernels registers every op in OPS (each op module registers itself)
+from flame.kernels.core import OPS, bench, device_ceilings, measure_op, op_cost, op_inputs, results_table
+from flame.kernels.adamw import adamw_, adamw_results_table
 
 def kernel_rows(dtype, rows, save):
-    for op, shapes in FLUX_SHAPES.items():
-        compiled = torch.compile(OPS[op][1])
-        for shape in shapes:
+    "Each registered op at its Flux shapes, forward and forward + backward: FLAME vs eager vs torch.compile."
+    for op, k in OPS.items():
+        compiled = torch.compile(k.reference)
+        for shape in k.shapes:
             for backward in (False, True):
                 r = measure_op(op, shape, dtype, backward)
                 r["eager_ms"] = measure_op(op, shape, dtype, backward, impl="eager")["ms"]
@@ -28,26 +30,30 @@ def kernel_rows(dtype, rows, save):
                                       f"{r['GBps']:.0f} GB/s  x{r['x_eager']:.2f} eager  x{r['x_compile']:.2f} compile", flush=True)
                 torch.cuda.empty_cache()
 
-def adamw_rows(rows, save, n=100_000_000):
+def adamw_step(n, dtype, sr, hp):
     "One AdamW step on n params: FLAME's flat kernel vs torch.optim.AdamW(fused=True) on the same flat tensor."
+    p, g, m, v = op_inputs("adamw_", (n,), dtype)
+    step = [0]
+    def ours():
+        step[0] += 1
+        adamw_(p, g, m, v, step=step[0], **hp, stochastic_rounding=sr)
+    ms = bench(ours)
+    tp = torch.nn.Parameter(p.detach().clone()); tp.grad = g.to(dtype)
+    opt = torch.optim.AdamW([tp], **hp, fused=True)  # bf16 params: torch keeps bf16 state (not comparable bytes)
+    torch_ms = bench(opt.step)
+    nbytes, _ = op_cost("adamw_", [p, g, m, v])
+    return {"n": n, "ms": ms, "GBps": nbytes / ms / 1e6, "torch_fused_ms": torch_ms, "x_torch_fused": torch_ms / ms}
+
+def adamw_rows(rows, save, n=100_000_000):
+    "fp32, bf16 and bf16 with stochastic rounding parameters: one AdamW step each (buffers freed between them)."
     hp = dict(lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2)
     for label, dtype, sr in (("fp32", torch.float32, False), ("bf16", torch.bfloat16, False), ("bf16+SR", torch.bfloat16, True)):
-        p, g, m, v = op_inputs("adamw_", (n,), dtype)
-        step = [0]
-        def ours():
-            step[0] += 1
-            adamw_(p, g, m, v, step=step[0], **hp, stochastic_rounding=sr)
-        ms = bench(ours)
-        tp = torch.nn.Parameter(p.detach().clone()); tp.grad = g.to(dtype)
-        opt = torch.optim.AdamW([tp], **hp, fused=True)  # bf16 params: torch keeps bf16 state (not comparable bytes)
-        torch_ms = bench(opt.step)
-        nbytes, _ = op_cost("adamw_", [p, g, m, v])
-        rows.append({"params": label, "n": n, "ms": ms, "GBps": nbytes / ms / 1e6, "torch_fused_ms": torch_ms,
-                     "x_torch_fused": torch_ms / ms})
+        r = {"params": label, **adamw_step(n, dtype, sr, hp)}
+        rows.append(r)
         save()
-        print(f"adamw_ {label:8s} n={n:,}: {ms:.3f} ms {nbytes / ms / 1e6:.0f} GB/s; torch fused {torch_ms:.3f} ms "
-              f"(x{torch_ms / ms:.2f})", flush=True)
-        del p, g, m, v, tp, opt; torch.cuda.empty_cache()
+        print(f"adamw_ {label:8s} n={n:,}: {r['ms']:.3f} ms {r['GBps']:.0f} GB/s; torch fused {r['torch_fused_ms']:.3f} ms "
+              f"(x{r['x_torch_fused']:.2f})", flush=True)
+        torch.cuda.empty_cache()
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
@@ -63,3 +69,4 @@ if __name__ == "__main__":
     adamw_rows(res["adamw"], save)
     kernel_rows(getattr(torch, args.dtype), res["rows"], save)
     print(results_table(res))
+    print(adamw_results_table(res))

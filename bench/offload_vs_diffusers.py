@@ -43,6 +43,7 @@ def main(out, warmup, reps):
     base = plan(flux, "8GB", device="cuda")                       # engine, pinned pool, measured bandwidth
     slot = _aligned(max(base.unit_bytes))
     every_block = dataclasses.replace(base, resident=[], slots=3, slot_bytes=slot, depth=2, device_bytes=3 * slot)
+    flux.checkpointing = True                                     # streaming requires it (it only acts when grads are on)
     stream(flux, "cuda", plan=every_block)
     torch.cuda.empty_cache()
     def flame_fwd():

@@ -9,7 +9,8 @@ import argparse, dataclasses, datetime, json, time
 import torch
 from flame.models.flux import Flux, FluxConfig
 from flame.streaming import stream, plan, replan, record, Plan, _ALIGN, _aligned
-from flame.tensor import MemoryTimeline, format_bytes, atomic_write, CATEGORIES
+from flame.io import format_bytes, atomic_write
+from flame.tensor import MemoryTimeline, CATEGORIES
 
 def build(device):
     "Flux-dev on meta, materialized on `device` in bf16 with N(0, 0.02) weights, all frozen."

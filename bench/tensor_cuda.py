@@ -4,7 +4,8 @@ python3 bench/tensor_cuda.py --out bench/results/tensor_cuda.json   (prints a ta
 """
 import argparse, datetime, json
 import torch
-from flame.tensor import MemoryTimeline, measure_overhead, atomic_write
+from flame.io import atomic_write
+from flame.tensor import MemoryTimeline, measure_overhead
 
 def step_fn(widths, batch, dev):
     layers = []

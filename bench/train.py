@@ -16,7 +16,9 @@ def demo(tmp: Path) -> dict:
     return {"what": "demo (base build + 400-step LoRA, tiny Flux)", "seconds": time.perf_counter() - t0, "steps": r.steps, "policy": r.policy}
 
 def flux_dev_8gb(tmp: Path, steps: int, resolution: int, budget: str) -> dict:
-    from flame.data import Shapes, tiny_field_components
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nbs"))
+    from fixtures import tiny_field_components                    # the notebooks' test fixture (not in the package)
+    from flame.data import Shapes
     from flame.models.flux import Flux, FluxConfig
     from flame.train import TrainConfig, train, read_metrics
     field = tiny_field_components(tmp / "field", latent_channels=16, vae_blocks=4, t5_dim=4096, clip_dim=768)  # Flux's interface, few weights

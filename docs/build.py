@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # document the working tree's package, installed or not
 NBS, SRC, SITE = ROOT / "nbs", ROOT / "_docs", ROOT / "_site"
+sys.path.insert(1, str(NBS))   # the notebooks' own imports (`from toys import ...`), as nbdev-test puts nbs/ on the path
 _DIRECTIVE = re.compile(r"^\s*#\s*\|.*$", re.M)
 
 

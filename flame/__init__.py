@@ -4,12 +4,20 @@ Modules:
 
 - `flame.autograd`: Recompute blocks in backward, stream their saved activations to host memory and back, and keep gradients in one flat buffer — exact, and with hooks for the streaming engine.
 - `flame.data`: Image folders with captions, aspect-ratio buckets and crops, safetensors caches of VAE latents and text embeddings made with the field's own encoders — and a procedural dataset of coloured shapes that trains on a CPU.
-- `flame.diffusion`: The rectified-flow objective Flux and SD3 are trained with, the timestep distributions trainers draw from, the Flux sampling schedule, and an Euler sampler with distilled and classifier-free guidance.
-- `flame.kernels.core`: Fused Triton kernels for what diffusion transformers do — adaLN LayerNorm, QK RMSNorm, RoPE, AdamW — and the conventions every FLAME kernel follows: dispatch, testing, measuring.
+- `flame.demo`: What `flame train` does with no arguments: the `tiny` model family, its procedural data, the base model it builds once, and the statistic its result is judged by.
+- `flame.diffusion`: What a diffusion model learns to predict (`flow`, `eps`, `v`), the timesteps trainers draw, and the samplers that run a model backwards: Euler for flows (Flux's schedule among them), DDIM for eps / v.
+- `flame.io`: Writing a file so that a crash never leaves half of it, safetensors' names for dtypes, and sizes as people write them ("12GB", "512MiB") — the small helpers every layer above needs.
+- `flame.kernels.adamw`: One AdamW step as one elementwise kernel over flat buffers, step for step `torch.optim.AdamW` — with stochastic rounding for bf16 parameters, so that small updates are not lost.
+- `flame.kernels.core`: The conventions every FLAME kernel follows — dispatch, argument checks, testing, measuring — and the plumbing the fused row kernels share.
+- `flame.kernels.layer_norm`: LayerNorm without affine, then a per-sample (or per-token) scale and shift — fused into one read of `x` and one write of `y`, in the forward and in the backward.
+- `flame.kernels.rms_norm`: RMSNorm with a learnt scale over the last dim — the norm Flux applies to every head's queries and keys: very many short rows, read in place from the fused `qkv` projection.
+- `flame.kernels.rope`: Rotary position embeddings over three axes, in BFL's layout: one kernel rotates every head of a token with one load of its rotations, and the backward is the same kernel.
 - `flame.lora`: Low-rank adapters on a frozen model: inject, merge and unmerge exactly, and save and load the two file formats the field uses — kohya (ComfyUI, sd-scripts) and diffusers/PEFT — checked against diffusers' own loader.
 - `flame.models.flux`: Black Forest Labs' 12B rectified-flow transformer: double- and single-stream blocks, in BFL's parameter names, loading BFL and diffusers checkpoints lazily, equal to diffusers' implementation.
+- `flame.optim`: AdamW over one flat buffer of parameters and one of gradients: one kernel launch per step, however many tensors a LoRA has.
+- `flame.policy`: One owner of the device budget: parse it, measure a probe step, choose resident / checkpointing / activation offload / weight streaming, split the bytes, and hold the run to it.
 - `flame.streaming`: Train a model larger than the device: frozen block weights live in a memory-mapped safetensors file or a pinned host pool and flow to the device one step ahead of compute, forward and backward, under a byte budget — with results bit-identical to running resident.
 - `flame.tensor`: Where every byte of a training step goes: `MemoryTimeline` records each tensor-storage allocation and free, and says whether it was a parameter, a gradient, an activation, optimizer state, a streamed weight or a temporary.
-- `flame.train`: `TrainConfig` and `train(config)`: LoRA or full fine-tuning of Flux with flow matching, AdamW on flat buffers, memory policy from one `budget`, samples, plots, metrics — and checkpoints that resume bit for bit."""
+- `flame.train`: `TrainConfig` and `train(config)`: LoRA or full fine-tuning of any registered model family, AdamW on flat buffers, a memory policy from one `budget`, samples, plots, metrics — and checkpoints that resume bit for bit."""
 
 __version__ = "0.0.1"

@@ -8,22 +8,20 @@ Docs: https://flame-dev.github.io/flame/data.html.md"""
 
 # %% ../nbs/60_data.ipynb #8fcb6fce
 from __future__ import annotations
-import hashlib, json, math, random, re, zlib
-from contextlib import contextmanager
+import hashlib, math, random, re, zlib
 from dataclasses import dataclass
 from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from PIL import Image, ImageDraw, ImageOps, UnidentifiedImageError
-from safetensors import SafetensorError
+from fastcore.basics import patch
 from safetensors.torch import load_file, save
-from .tensor import atomic_write
+from .io import atomic_write
 
 # %% auto #0
 __all__ = ['IMAGE_EXTS', 'COLOURS', 'SHAPES', 'Item', 'load_rgb', 'ImageFolder', 'Shapes', 'bucket_sizes', 'nearest_bucket',
-           'cover_size', 'PatchVAE', 'HashTextEncoder', 'DiffusersVAE', 'FluxTextEncoder', 'tiny_field_components',
-           'to_tensor', 'LatentDataset', 'image_grid']
+           'cover_size', 'PatchVAE', 'HashTextEncoder', 'to_tensor', 'LatentDataset', 'image_grid']
 
 # %% ../nbs/60_data.ipynb #80c9cdd8
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
@@ -57,6 +55,7 @@ def load_rgb(path) -> Image.Image:
     except (OSError, UnidentifiedImageError, ValueError) as err:
         raise ValueError(f"data: {path} is not a readable image ({type(err).__name__}: {err})") from None
 
+# %% ../nbs/60_data.ipynb #b4171659
 class ImageFolder:
     "Images under `root` (recursively; hidden folders skipped) with `.txt` captions beside them; `N_name` folders repeat N times."
     def __init__(self, root, repeats: int = 1, caption_ext: str = ".txt"):
@@ -181,105 +180,6 @@ class HashTextEncoder:
         return context, pooled
     def __repr__(self): return f"HashTextEncoder(dim={self.dim}, pooled_dim={self.pooled_dim}, max_length={self.max_length})"
 
-# %% ../nbs/60_data.ipynb #d61126df
-def _fingerprint(*folders: Path) -> str:
-    h = hashlib.sha256()
-    for folder in folders:
-        for p in sorted(q for q in folder.rglob("*") if q.is_file()):
-            with open(p, "rb") as f: head = f.read(1 << 20)
-            h.update(f"{p.relative_to(folder).as_posix()}:{p.stat().st_size}:".encode()); h.update(hashlib.sha256(head).digest())
-    return h.hexdigest()[:16]
-
-@contextmanager
-def _quiet():
-    "Loading a few local files needs no progress bars: switch off transformers' and diffusers' while inside, then restore them."
-    from diffusers.utils import logging as dl
-    from transformers.utils import logging as tl
-    was = [(m, m.is_progress_bar_enabled()) for m in (dl, tl)]
-    for m, _ in was: m.disable_progress_bar()
-    try: yield
-    finally:
-        for m, on in was:
-            if on: m.enable_progress_bar()
-
-def _component(path, sub: str, what: str, arg: str, alone: bool = True) -> Path:
-    "`path/sub` or (if `alone`) `path` itself, whichever holds a config: the component folder of a diffusers model."
-    root = Path(path)
-    for d in ((root, root / sub) if alone else (root / sub,)):
-        if (d / "config.json").is_file() or (d / "tokenizer_config.json").is_file(): return d
-    raise ValueError(f"{arg}: {root} holds no {what} (expected a folder with config.json, or a diffusers model folder with {sub}/)")
-
-class DiffusersVAE:
-    "A `diffusers.AutoencoderKL` from a local folder; latents scaled and shifted as the diffusion model expects."
-    def __init__(self, path, device="cpu", dtype: torch.dtype = torch.float32):
-        from diffusers import AutoencoderKL
-        folder = _component(path, "vae", "AutoencoderKL", "vae")
-        try:
-            with _quiet(): self.vae = AutoencoderKL.from_pretrained(folder, torch_dtype=dtype).to(device).eval().requires_grad_(False)
-        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"vae: cannot load an AutoencoderKL from {folder} ({err})") from None
-        cfg = self.vae.config
-        self.factor, self.channels = 2 ** (len(cfg.block_out_channels) - 1), cfg.latent_channels
-        self.scale, self.shift = cfg.scaling_factor, cfg.shift_factor or 0.0
-        self.device, self.dtype, self.name = torch.device(device), dtype, f"diffusers-vae:{_fingerprint(folder)}"
-    @torch.no_grad()
-    def encode(self, images: Tensor) -> Tensor:
-        z = self.vae.encode(images.to(self.device, self.dtype)).latent_dist.mode()   # the mean: deterministic
-        return (z - self.shift) * self.scale
-    @torch.no_grad()
-    def decode(self, latents: Tensor) -> Tensor:
-        return self.vae.decode(latents.to(self.device, self.dtype) / self.scale + self.shift).sample
-    def __repr__(self): return f"DiffusersVAE({self.name}, factor={self.factor}, channels={self.channels})"
-
-class FluxTextEncoder:
-    "Flux's text conditioning from a local diffusers-layout folder: T5 per-token context and CLIP pooled vector."
-    def __init__(self, path, max_length: int = 512, device="cpu", dtype: torch.dtype = torch.float32):
-        from transformers import AutoTokenizer, CLIPTextModel, T5EncoderModel
-        root = Path(path)
-        if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers Flux folder with text_encoder/, tokenizer/, text_encoder_2/, tokenizer_2/)")
-        parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in
-                 [("text_encoder", "CLIP text model"), ("tokenizer", "CLIP tokenizer"), ("text_encoder_2", "T5 encoder"), ("tokenizer_2", "T5 tokenizer")]}
-        try:
-            with _quiet():
-                self.clip_tokenizer, self.t5_tokenizer = AutoTokenizer.from_pretrained(parts["tokenizer"]), AutoTokenizer.from_pretrained(parts["tokenizer_2"])
-                self.clip = CLIPTextModel.from_pretrained(parts["text_encoder"], torch_dtype=dtype).to(device).eval().requires_grad_(False)
-                self.t5 = T5EncoderModel.from_pretrained(parts["text_encoder_2"], torch_dtype=dtype).to(device).eval().requires_grad_(False)
-        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load T5/CLIP from {root} ({err})") from None
-        self.max_length, self.device = max_length, torch.device(device)
-        self.dim, self.pooled_dim = self.t5.config.d_model, self.clip.config.hidden_size
-        self.name = f"flux-text:{max_length}:{_fingerprint(*parts.values())}"
-    def _ids(self, tokenizer, captions, n):
-        return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
-    @torch.no_grad()
-    def encode(self, captions: list[str]) -> tuple[Tensor, Tensor]:
-        pooled = self.clip(self._ids(self.clip_tokenizer, captions, min(77, self.clip_tokenizer.model_max_length))).pooler_output
-        return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
-    def __repr__(self): return f"FluxTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
-
-# %% ../nbs/60_data.ipynb #93352b87
-def tiny_field_components(root, seed: int = 0, latent_channels: int = 4, vae_blocks: int = 2, t5_dim: int = 24, clip_dim: int = 32) -> Path:
-    "Save random small AutoencoderKL (2^(vae_blocks-1)× down), CLIP and T5 (+ word-level tokenizers) to `root` in the diffusers Flux layout."
-    from diffusers import AutoencoderKL
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import CLIPTextConfig, CLIPTextModel, PreTrainedTokenizerFast, T5Config, T5EncoderModel
-    root = Path(root)
-    words = ["<pad>", "</s>", "<unk>", "<s>", "a", "an", "the", "of", "on", "my", "dog", "thing", *COLOURS, *SHAPES]
-    torch.manual_seed(seed)
-    for sub, bos in (("tokenizer", True), ("tokenizer_2", False)):     # CLIP wraps in <s> … </s>; T5 appends </s>
-        tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-        tok.pre_tokenizer = pre_tokenizers.Whitespace()
-        tok.post_processor = processors.TemplateProcessing(single=("<s> $A </s>" if bos else "$A </s>"), special_tokens=[("<s>", 3), ("</s>", 1)])
-        PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", bos_token="<s>",
-                                model_max_length=77).save_pretrained(root / sub)
-    CLIPTextModel(CLIPTextConfig(vocab_size=len(words), hidden_size=clip_dim, intermediate_size=37, num_hidden_layers=1, num_attention_heads=2,
-                                 max_position_embeddings=77, pad_token_id=0, eos_token_id=1, bos_token_id=3)).save_pretrained(root / "text_encoder")
-    T5EncoderModel(T5Config(vocab_size=len(words), d_model=t5_dim, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
-                            pad_token_id=0, eos_token_id=1)).save_pretrained(root / "text_encoder_2")
-    AutoencoderKL(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * vae_blocks, up_block_types=("UpDecoderBlock2D",) * vae_blocks,
-                  block_out_channels=tuple(8 * 2 ** min(i, 1) for i in range(vae_blocks)), layers_per_block=1, latent_channels=latent_channels,
-                  norm_num_groups=4, sample_size=32,
-                  shift_factor=0.1, scaling_factor=0.5).save_pretrained(root / "vae")
-    return root
-
 # %% ../nbs/60_data.ipynb #6d703aa9
 def to_tensor(image: Image.Image) -> Tensor:
     "RGB PIL image → float tensor (3, H, W) in [-1, 1]."
@@ -287,6 +187,7 @@ def to_tensor(image: Image.Image) -> Tensor:
 
 def _digest(*parts) -> str: return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()
 
+# %% ../nbs/60_data.ipynb #b80fac22
 class LatentDataset:
     "Bucketed, cropped, (cached) latents and text embeddings of `source`, served as deterministic batches."
     def __init__(self, source, vae, text_encoder, *, resolution: int = 512, bucket_step: int = 64, max_ratio: float = 2.0,
@@ -308,76 +209,89 @@ class LatentDataset:
     def _latent_path(self, i): return self.cache_dir / "latents" / f"{_digest(self.source.fingerprint(i), self.cover[i], self.vae.name)}.safetensors"
     def _text_path(self, caption): return self.cache_dir / "text" / f"{_digest(caption, self.text_encoder.name)}.safetensors"
 
-    def _encode_image(self, i) -> Tensor:
-        image = self.source.image(i).resize(self.cover[i], Image.BICUBIC)
-        return self.vae.encode(to_tensor(image)[None])[0].cpu()
+# %% ../nbs/60_data.ipynb #a3167d7c
+@patch
+def _encode_image(self: LatentDataset, i) -> Tensor:
+    image = self.source.image(i).resize(self.cover[i], Image.BICUBIC)
+    return self.vae.encode(to_tensor(image)[None])[0].cpu()
 
-    def latent(self, i: int) -> Tensor:
-        "Item `i`'s latent of its covering image (C, H/f, W/f), from the cache when there is one."
-        if self.cache_dir is None: return self._encode_image(i)
-        path = self._latent_path(i)
-        if not path.exists(): self._store(path, {"latent": self._encode_image(i)}, key=self.source.items[i].key)
-        return load_file(path)["latent"]
+@patch
+def latent(self: LatentDataset, i: int) -> Tensor:
+    "Item `i`'s latent of its covering image (C, H/f, W/f), from the cache when there is one."
+    if self.cache_dir is None: return self._encode_image(i)
+    path = self._latent_path(i)
+    if not path.exists(): self._store(path, {"latent": self._encode_image(i)}, key=self.source.items[i].key)
+    return load_file(path)["latent"]
 
-    def text(self, captions: list[str]) -> tuple[Tensor, Tensor]:
-        "(context, pooled) for `captions`, from the cache when there is one."
-        if self.cache_dir is None: return tuple(t.cpu() for t in self.text_encoder.encode(list(captions)))
-        self._encode_texts([c for c in dict.fromkeys(captions) if not self._text_path(c).exists()])
-        got = [load_file(self._text_path(c)) for c in captions]
-        return torch.stack([g["context"] for g in got]), torch.stack([g["pooled"] for g in got])
+@patch
+def text(self: LatentDataset, captions: list[str]) -> tuple[Tensor, Tensor]:
+    "(context, pooled) for `captions`, from the cache when there is one."
+    if self.cache_dir is None: return tuple(t.cpu() for t in self.text_encoder.encode(list(captions)))
+    self._encode_texts([c for c in dict.fromkeys(captions) if not self._text_path(c).exists()])
+    got = [load_file(self._text_path(c)) for c in captions]
+    return torch.stack([g["context"] for g in got]), torch.stack([g["pooled"] for g in got])
 
-    def _encode_texts(self, captions, chunk=16):
-        for k in range(0, len(captions), chunk):
-            part = captions[k:k + chunk]
-            context, pooled = self.text_encoder.encode(part)
-            for c, x, y in zip(part, context.cpu(), pooled.cpu()): self._store(self._text_path(c), {"context": x, "pooled": y}, caption=c)
+@patch
+def _encode_texts(self: LatentDataset, captions, chunk=16):
+    for k in range(0, len(captions), chunk):
+        part = captions[k:k + chunk]
+        context, pooled = self.text_encoder.encode(part)
+        for c, x, y in zip(part, context.cpu(), pooled.cpu()): self._store(self._text_path(c), {"context": x, "pooled": y}, caption=c)
 
-    def _store(self, path, tensors, **meta):
-        atomic_write(path, save({k: v.contiguous() for k, v in tensors.items()}, metadata={k: str(v) for k, v in meta.items()}))
+@patch
+def _store(self: LatentDataset, path, tensors, **meta):
+    atomic_write(path, save({k: v.contiguous() for k, v in tensors.items()}, metadata={k: str(v) for k, v in meta.items()}))
 
-    def prepare(self, progress: bool = False) -> dict:
-        "Encode whatever the cache lacks; returns counts {'latents': (encoded, reused), 'text': (encoded, reused)}."
-        if self.cache_dir is None: raise ValueError("cache_dir: prepare() fills the cache; this dataset has none")
-        from tqdm.auto import tqdm
-        missing = [i for i in range(len(self.source.items)) if not self._latent_path(i).exists()]
-        for i in tqdm(missing, desc="encoding images", disable=not progress): self.latent(i)
-        captions = list(dict.fromkeys(it.caption for it in self.source.items))
-        todo = [c for c in captions if not self._text_path(c).exists()]
-        self._encode_texts(todo)
-        n = len(self.source.items)
-        return {"latents": (len(missing), n - len(missing)), "text": (len(todo), len(captions) - len(todo))}
+# %% ../nbs/60_data.ipynb #61d56e5b
+@patch
+def prepare(self: LatentDataset, progress: bool = False) -> dict:
+    "Encode whatever the cache lacks; returns counts {'latents': (encoded, reused), 'text': (encoded, reused)}."
+    if self.cache_dir is None: raise ValueError("cache_dir: prepare() fills the cache; this dataset has none")
+    from tqdm.auto import tqdm
+    missing = [i for i in range(len(self.source.items)) if not self._latent_path(i).exists()]
+    for i in tqdm(missing, desc="encoding images", disable=not progress): self.latent(i)
+    captions = list(dict.fromkeys(it.caption for it in self.source.items))
+    todo = [c for c in captions if not self._text_path(c).exists()]
+    self._encode_texts(todo)
+    n = len(self.source.items)
+    return {"latents": (len(missing), n - len(missing)), "text": (len(todo), len(captions) - len(todo))}
 
-    def _crop(self, j: int, epoch: int, latent: Tensor) -> Tensor:
-        i, f = self.index[j], self.vae.factor
-        h, w = self.bucket[i][1] // f, self.bucket[i][0] // f
-        dy, dx = latent.shape[-2] - h, latent.shape[-1] - w
-        if self.crop == "center": y, x = dy // 2, dx // 2
-        else:
-            rng = random.Random(_seed("crop", self.seed, epoch, j))
-            y, x = rng.randint(0, dy), rng.randint(0, dx)
-        return latent[:, y:y + h, x:x + w]
+@patch
+def _crop(self: LatentDataset, j: int, epoch: int, latent: Tensor) -> Tensor:
+    i, f = self.index[j], self.vae.factor
+    h, w = self.bucket[i][1] // f, self.bucket[i][0] // f
+    dy, dx = latent.shape[-2] - h, latent.shape[-1] - w
+    if self.crop == "center": y, x = dy // 2, dx // 2
+    else:
+        rng = random.Random(_seed("crop", self.seed, epoch, j))
+        y, x = rng.randint(0, dy), rng.randint(0, dx)
+    return latent[:, y:y + h, x:x + w]
 
-    def batches(self, epoch: int, batch_size: int) -> list[list[int]]:
-        "Epoch `epoch` as batches of positions: shuffled, one bucket per batch, batch order shuffled; a function of (seed, epoch)."
-        if not isinstance(batch_size, int) or batch_size < 1: raise ValueError(f"batch_size: expected an int >= 1, got {batch_size!r}")
-        g = torch.Generator().manual_seed(_seed("epoch", self.seed, epoch))
-        groups = {}
-        for j in torch.randperm(len(self), generator=g).tolist(): groups.setdefault(self.bucket[self.index[j]], []).append(j)
-        out = [b[k:k + batch_size] for b in groups.values() for k in range(0, len(b), batch_size)]
-        return [out[k] for k in torch.randperm(len(out), generator=g).tolist()]
+# %% ../nbs/60_data.ipynb #013f7c8b
+@patch
+def batches(self: LatentDataset, epoch: int, batch_size: int) -> list[list[int]]:
+    "Epoch `epoch` as batches of positions: shuffled, one bucket per batch, batch order shuffled; a function of (seed, epoch)."
+    if not isinstance(batch_size, int) or batch_size < 1: raise ValueError(f"batch_size: expected an int >= 1, got {batch_size!r}")
+    g = torch.Generator().manual_seed(_seed("epoch", self.seed, epoch))
+    groups = {}
+    for j in torch.randperm(len(self), generator=g).tolist(): groups.setdefault(self.bucket[self.index[j]], []).append(j)
+    out = [b[k:k + batch_size] for b in groups.values() for k in range(0, len(b), batch_size)]
+    return [out[k] for k in torch.randperm(len(out), generator=g).tolist()]
 
-    def collate(self, positions: list[int], epoch: int) -> dict:
-        "The batch at `positions` (of one bucket): latents (B, C, h, w), context (B, L, D), pooled (B, P), captions."
-        if len({self.bucket[self.index[j]] for j in positions}) != 1:
-            raise ValueError(f"positions: expected one bucket (see `batches`), got {sorted({self.bucket[self.index[j]] for j in positions})}")
-        captions = [self.source.items[self.index[j]].caption for j in positions]
-        latents = torch.stack([self._crop(j, epoch, self.latent(self.index[j])) for j in positions])
-        context, pooled = self.text(captions)
-        return {"latents": latents, "context": context, "pooled": pooled, "captions": captions}
+@patch
+def collate(self: LatentDataset, positions: list[int], epoch: int) -> dict:
+    "The batch at `positions` (of one bucket): latents (B, C, h, w), context (B, L, D), pooled (B, P), captions."
+    if len({self.bucket[self.index[j]] for j in positions}) != 1:
+        raise ValueError(f"positions: expected one bucket (see `batches`), got {sorted({self.bucket[self.index[j]] for j in positions})}")
+    captions = [self.source.items[self.index[j]].caption for j in positions]
+    latents = torch.stack([self._crop(j, epoch, self.latent(self.index[j])) for j in positions])
+    context, pooled = self.text(captions)
+    return {"latents": latents, "context": context, "pooled": pooled, "captions": captions}
 
-    def decode(self, latents: Tensor) -> Tensor:
-        "Latents → images in [0, 1] (B, 3, H, W), on the CPU."
-        return ((self.vae.decode(latents).float().cpu() + 1) / 2).clamp(0, 1)
+@patch
+def decode(self: LatentDataset, latents: Tensor) -> Tensor:
+    "Latents → images in [0, 1] (B, 3, H, W), on the CPU."
+    return ((self.vae.decode(latents).float().cpu() + 1) / 2).clamp(0, 1)
 
 # %% ../nbs/60_data.ipynb #5f61a1b4
 def image_grid(images: Tensor, nrow: int | None = None, scale: int = 1, pad: int = 1) -> Image.Image:

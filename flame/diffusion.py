@@ -1,5 +1,5 @@
-"""The rectified-flow objective Flux and SD3 are trained with, the timestep distributions trainers
-draw from, the Flux sampling schedule, and an Euler sampler with distilled and classifier-free guidance.
+"""What a diffusion model learns to predict (`flow`, `eps`, `v`), the timesteps trainers draw, and the
+samplers that run a model backwards: Euler for flows (Flux's schedule among them), DDIM for eps / v.
 
 Docs: https://flame-dev.github.io/flame/diffusion.html.md"""
 
@@ -13,13 +13,14 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from .kernels.core import check_tensor
+from .kernels import check_tensor
+from .models.layers import Schedule
 from .models.flux import Flux, FluxDenoiser
 
 # %% auto #0
-__all__ = ['FLUX_VAE_SCALE', 'FLUX_VAE_SHIFT', 'noisy_latents', 'velocity_target', 'flow_matching_loss', 'flux_mu', 'time_shift',
-           'image_seq_len', 'TimestepSampler', 'flux_schedule', 'to_model_latents', 'to_vae_latents', 'flux_noise',
-           'euler_sample', 'sample_flux']
+__all__ = ['FLUX_VAE_SCALE', 'FLUX_VAE_SHIFT', 'noisy_latents', 'velocity_target', 'flow_matching_loss', 'alphas_cumprod',
+           'diffusion_loss', 'flux_mu', 'time_shift', 'image_seq_len', 'TimestepSampler', 'training_timesteps',
+           'flux_schedule', 'to_model_latents', 'to_vae_latents', 'flux_noise', 'euler_sample', 'sample_flux', 'sample']
 
 # %% ../nbs/50_diffusion.ipynb #3afee945
 def _per_sample(t: Tensor, x: Tensor) -> Tensor:
@@ -43,12 +44,48 @@ def velocity_target(x0: Tensor, noise: Tensor) -> Tensor:
     _same_shape(x0, noise)
     return noise - x0
 
+def _draw_noise(x0: Tensor, generator: torch.Generator | None) -> Tensor:
+    "Standard normal noise like `x0`, drawn on the generator's device (CPU by default) so that a seed gives the same noise everywhere."
+    return torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device="cpu" if generator is None else generator.device).to(x0.device)
+
 def flow_matching_loss(model: Callable, x0: Tensor, t: Tensor, context: Tensor, *, noise: Tensor | None = None,
                        generator: torch.Generator | None = None, **cond) -> Tensor:
     "MSE (fp32) between `model(x_t, t, context, **cond)` and the velocity target; noise drawn from `generator` unless given."
-    if noise is None: noise = torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device="cpu" if generator is None else generator.device).to(x0.device)
+    if noise is None: noise = _draw_noise(x0, generator)
     pred = model(noisy_latents(x0, noise, t), t, context, **cond)
     return F.mse_loss(pred.float(), velocity_target(x0, noise).float())
+
+# %% ../nbs/50_diffusion.ipynb #b142b13b
+def alphas_cumprod(schedule: Schedule) -> Tensor:
+    "ᾱ_t for t = 0 … num_steps − 1 (float64): the running product of 1 − β over the 'scaled linear' betas."
+    sqrt_betas = torch.linspace(schedule.beta_start ** 0.5, schedule.beta_end ** 0.5, schedule.num_steps, dtype=torch.float64)
+    return torch.cumprod(1 - sqrt_betas ** 2, 0)
+
+# %% ../nbs/50_diffusion.ipynb #dc7a9bd7
+def _schedule(model) -> Schedule:
+    s = getattr(model, "schedule", None)
+    if not isinstance(s, Schedule): raise ValueError(f"model: expected a DiffusionModel with a `schedule` (a Schedule), got {type(model).__name__}")
+    return s
+
+def _ddpm_scales(schedule: Schedule, t: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    "√ᾱ_t and √(1 − ᾱ_t) at the integer timesteps `t` (B,), shaped to broadcast over `x`."
+    check_tensor("t", t)
+    if not (torch.equal(t, t.round()) and t.min() >= 0 and t.max() < schedule.num_steps):
+        raise ValueError(f"t: expected integer timesteps in [0, {schedule.num_steps}), got values from {t.min().item()} to {t.max().item()}")
+    a = alphas_cumprod(schedule).to(t.device)[t.long()]
+    return _per_sample(a.sqrt(), x), _per_sample((1 - a).sqrt(), x)
+
+def diffusion_loss(model: Callable, x0: Tensor, t: Tensor, *, noise: Tensor | None = None,
+                   generator: torch.Generator | None = None, **cond) -> Tensor:
+    "MSE (fp32) between `model(x_t, t, **cond)` and the target of `model.schedule.objective`; noise drawn from `generator` unless given."
+    s = _schedule(model)
+    if noise is None: noise = _draw_noise(x0, generator)
+    if s.objective == "flow": x_t, target = noisy_latents(x0, noise, t), velocity_target(x0, noise)
+    else:
+        _same_shape(x0, noise)
+        a, b = _ddpm_scales(s, t, x0)
+        x_t, target = a * x0 + b * noise, (noise if s.objective == "eps" else a * noise - b * x0)
+    return F.mse_loss(model(x_t, t, **cond).float(), target.float())
 
 # %% ../nbs/50_diffusion.ipynb #00301d22
 def flux_mu(seq_len: int, base_shift: float = 0.5, max_shift: float = 1.15, base_seq_len: int = 256, max_seq_len: int = 4096) -> float:
@@ -104,6 +141,17 @@ class TimestepSampler:
         else: q = torch.exp(-0.5 * ((z - self.mean) / self.std) ** 2) / (self.std * math.sqrt(2 * math.pi))
         return (q / (t.double() * (1 - t.double()))).to(t.dtype)
 
+# %% ../nbs/50_diffusion.ipynb #299d5ccc
+def training_timesteps(schedule: Schedule, n: int, *, latent_size: tuple[int, int], generator: torch.Generator | None = None,
+                       device=None) -> Tensor:
+    "`n` training timesteps (fp32) for latents of `latent_size` (h, w): flow times in [0, 1], or integer DDPM steps in [0, num_steps)."
+    if schedule.objective == "flow":
+        h, w = latent_size
+        sampler = TimestepSampler(dist=schedule.dist, shift=schedule.shift)
+        return sampler(n, seq_len=(h // schedule.patch) * (w // schedule.patch), generator=generator, device=device)
+    gdev = "cpu" if generator is None else generator.device
+    return torch.randint(0, schedule.num_steps, (n,), generator=generator, device=gdev).float().to(device or gdev)
+
 # %% ../nbs/50_diffusion.ipynb #85caa094
 def flux_schedule(steps: int, seq_len: int | None = None, *, shift: float | str = "flux",
                   base_shift: float = 0.5, max_shift: float = 1.15) -> Tensor:
@@ -131,6 +179,22 @@ def flux_noise(batch: int, height: int, width: int, *, channels: int = 16, seed:
     return torch.randn(batch, channels, 2 * math.ceil(height / 16), 2 * math.ceil(width / 16), generator=g).to(device=device, dtype=dtype)
 
 # %% ../nbs/50_diffusion.ipynb #71c8c4ed
+def _guided(model: Callable, cond: dict, neg_cond: dict | None, cfg_scale: float) -> Callable:
+    "x, t → `model(x, t, **cond)`, or with classifier-free guidance out_neg + w·(out − out_neg), `neg_cond` overriding `cond`."
+    neg = {**cond, **(neg_cond or {})}
+    def predict(x: Tensor, t: Tensor) -> Tensor:
+        out = model(x, t, **cond)
+        if cfg_scale == 1.0: return out
+        out_neg = model(x, t, **neg)
+        return out_neg + cfg_scale * (out - out_neg)
+    return predict
+
+def _euler(predict: Callable, x: Tensor, times: Tensor) -> Tensor:
+    "Euler steps x ← x + (t_next − t)·predict(x, t) along `times`."
+    for t_curr, t_next in zip(times[:-1].tolist(), times[1:].tolist()):
+        x = x + (t_next - t_curr) * predict(x, torch.full((x.shape[0],), t_curr, dtype=x.dtype, device=x.device))
+    return x
+
 @torch.no_grad()
 def euler_sample(model: Callable, noise: Tensor, times: Tensor, context: Tensor, *, guidance: float | None = None,
                  cfg_scale: float = 1.0, neg_context: Tensor | None = None, neg_cond: dict | None = None, **cond) -> Tensor:
@@ -140,16 +204,11 @@ def euler_sample(model: Callable, noise: Tensor, times: Tensor, context: Tensor,
     if cfg_scale != 1.0 and neg_context is None: raise ValueError("neg_context: classifier-free guidance (cfg_scale != 1) needs a negative context")
     B, x = noise.shape[0], noise
     if guidance is not None: cond = {**cond, "guidance": torch.full((B,), float(guidance), dtype=x.dtype, device=x.device)}
-    neg = {**cond, **(neg_cond or {})}
-    for t_curr, t_next in zip(times[:-1].tolist(), times[1:].tolist()):
-        t = torch.full((B,), t_curr, dtype=x.dtype, device=x.device)
-        v = model(x, t, context, **cond)
-        if cfg_scale != 1.0:
-            v_neg = model(x, t, neg_context, **neg)
-            v = v_neg + cfg_scale * (v - v_neg)
-        x = x + (t_next - t_curr) * v
-    return x
+    call = lambda x, t, context, **kw: model(x, t, context, **kw)    # the context goes in positionally
+    predict = _guided(call, {"context": context, **cond}, {**(neg_cond or {}), "context": neg_context}, cfg_scale)
+    return _euler(predict, x, times)
 
+# %% ../nbs/50_diffusion.ipynb #465d7e74
 @torch.no_grad()
 def sample_flux(model: Flux, context: Tensor, y: Tensor, *, height: int = 1024, width: int = 1024, steps: int = 28,
                 guidance: float | None = 3.5, cfg_scale: float = 1.0, neg_context: Tensor | None = None, neg_y: Tensor | None = None,
@@ -163,3 +222,31 @@ def sample_flux(model: Flux, context: Tensor, y: Tensor, *, height: int = 1024, 
     neg = None if neg_y is None else {"y": neg_y}
     return euler_sample(FluxDenoiser(model), noise, times, context, guidance=guidance if model.config.guidance_embed else None,
                         cfg_scale=cfg_scale, neg_context=neg_context, neg_cond=neg, y=y)
+
+# %% ../nbs/50_diffusion.ipynb #394ee401
+def _trailing(num_steps: int, steps: int) -> list[int]:
+    "`steps` timesteps from num_steps − 1 down, evenly spaced and rounded (diffusers' 'trailing' spacing)."
+    if not isinstance(steps, int) or not 1 <= steps <= num_steps: raise ValueError(f"steps: expected an int in [1, {num_steps}], got {steps!r}")
+    return (num_steps - torch.arange(steps, dtype=torch.float64) * (num_steps / steps)).round().long().sub(1).tolist()
+
+def _ddim(predict: Callable, x: Tensor, steps: int, schedule: Schedule) -> Tensor:
+    "Deterministic DDIM (η = 0) over trailing timesteps, the last step to ᾱ = 1; `predict(x, t)` answers eps or v."
+    ac, ts = alphas_cumprod(schedule).tolist(), _trailing(schedule.num_steps, steps)
+    for t, t_next in zip(ts, ts[1:] + [None]):
+        a, a_next = ac[t], (1.0 if t_next is None else ac[t_next])
+        out = predict(x, torch.full((x.shape[0],), float(t), dtype=x.dtype, device=x.device))
+        if schedule.objective == "eps": x0, eps = (x - (1 - a) ** 0.5 * out) / a ** 0.5, out
+        else: x0, eps = a ** 0.5 * x - (1 - a) ** 0.5 * out, a ** 0.5 * out + (1 - a) ** 0.5 * x
+        x = a_next ** 0.5 * x0 + (1 - a_next) ** 0.5 * eps
+    return x
+
+@torch.no_grad()
+def sample(model: Callable, noise: Tensor, steps: int, cond: dict, *, neg_cond: dict | None = None, cfg_scale: float = 1.0) -> Tensor:
+    "Latents from `noise` in `steps` steps of `model(x, t, **cond)`: Euler for a flow, DDIM for eps / v; CFG when `cfg_scale` != 1."
+    s = _schedule(model)
+    check_tensor("noise", noise)
+    if cfg_scale != 1.0 and neg_cond is None: raise ValueError("neg_cond: classifier-free guidance (cfg_scale != 1) needs a negative conditioning")
+    predict = _guided(model, cond, neg_cond, cfg_scale)
+    if s.objective != "flow": return _ddim(predict, noise, steps, s)
+    h, w = noise.shape[-2:]
+    return _euler(predict, noise, flux_schedule(steps, (h // s.patch) * (w // s.patch), shift=s.shift))

@@ -8,15 +8,15 @@ Docs: https://flame-dev.github.io/flame/lora.html.md"""
 # %% ../nbs/40_lora.ipynb #819f1cdb
 from __future__ import annotations
 import fnmatch, json, re
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 import torch
 from torch import nn, Tensor
-from .models.layers import LazyTensor, guess_checkpoint, read_safetensors, write_safetensors, _listing
-from .models.flux import DIFFUSERS, Flux
+from .models.layers import LazyTensor, LoraNaming, guess_checkpoint, read_safetensors, write_safetensors, _listing
 
 # %% auto #0
-__all__ = ['FLUX_TARGETS', 'FLUX_MODULATION_TARGETS', 'LoRA', 'linear_layers', 'lora_layers', 'add_lora', 'remove_lora',
-           'merge_lora', 'unmerge_lora', 'save_lora', 'detect_lora_format', 'load_lora']
+__all__ = ['LoRA', 'linear_layers', 'lora_layers', 'add_lora', 'remove_lora', 'merge_lora', 'unmerge_lora', 'save_lora',
+           'detect_lora_format', 'load_lora']
 
 # %% ../nbs/40_lora.ipynb #e09f5673
 class LoRA(nn.Module):
@@ -54,11 +54,6 @@ def _lora_hook(linear: nn.Linear, args, out: Tensor) -> Tensor:
     return out if lora.merged else out + lora(args[0]).to(out.dtype)
 
 # %% ../nbs/40_lora.ipynb #96f06e9f
-FLUX_TARGETS = ("double_blocks.*.img_attn.qkv", "double_blocks.*.img_attn.proj", "double_blocks.*.txt_attn.qkv",
-                "double_blocks.*.txt_attn.proj", "double_blocks.*.img_mlp.0", "double_blocks.*.img_mlp.2",
-                "double_blocks.*.txt_mlp.0", "double_blocks.*.txt_mlp.2", "single_blocks.*.linear1", "single_blocks.*.linear2")
-FLUX_MODULATION_TARGETS = ("double_blocks.*.img_mod.lin", "double_blocks.*.txt_mod.lin", "single_blocks.*.modulation.lin")
-
 def linear_layers(model: nn.Module) -> dict[str, nn.Linear]:
     "{module name: Linear} of `model`'s own Linear layers (not the factors inside its LoRAs)."
     inner = {id(m) for l in model.modules() if isinstance(l, LoRA) for m in l.modules()}
@@ -72,9 +67,11 @@ def _attach(linear: nn.Linear, lora: LoRA):
     linear.lora = lora
     if not any(h is _lora_hook for h in linear._forward_hooks.values()): linear.register_forward_hook(_lora_hook)
 
-def add_lora(model: nn.Module, rank: int = 16, alpha: float | None = None, targets=FLUX_TARGETS, dropout: float = 0.0,
+def add_lora(model: nn.Module, rank: int = 16, alpha: float | None = None, targets=None, dropout: float = 0.0,
              dtype: torch.dtype | None = None) -> dict[str, LoRA]:
-    "Freeze `model` and put a `LoRA` on each Linear matching `targets` (B = 0: the model is unchanged). Returns {name: LoRA}."
+    "Freeze `model` and put a `LoRA` on each Linear matching `targets` (default: `model.lora_targets`; B = 0: the model is unchanged)."
+    if targets is None: targets = getattr(model, "lora_targets", None)
+    if targets is None: raise ValueError(f"targets: {type(model).__name__} names no default LoRA targets (no `lora_targets`); pass targets=")
     if isinstance(targets, str): targets = (targets,)
     linears = linear_layers(model)
     chosen = {n: m for n, m in linears.items() if any(fnmatch.fnmatchcase(n, p) for p in targets)}
@@ -124,20 +121,21 @@ def unmerge_lora(model: nn.Module) -> nn.Module:
     return model
 
 # %% ../nbs/40_lora.ipynb #e6fa755e
+def _naming(model: nn.Module) -> LoraNaming: return getattr(model, "lora_naming", None) or LoraNaming()
+
 def _diffusers_rows(model: nn.Module) -> dict[str, tuple[str, Tensor]]:
-    "{diffusers module: (our module, the rows of our weight it holds)} for every Linear of a Flux `model`."
-    if not isinstance(model, Flux): raise ValueError(f"model: the diffusers LoRA format is defined for Flux, got {type(model).__name__}")
-    out = {}
+    "{diffusers module: (our module, the rows of our weight it holds)} for every Linear of `model`."
+    naming = _naming(model)
+    if naming.diffusers_layout is None: raise ValueError(f"model: the diffusers LoRA format is not defined for {type(model).__name__} (save kohya)")
+    out, dims = {}, naming.layout_dims(model)
     for name, m in linear_layers(model).items():
         probe = {f"{name}.weight": LazyTensor.of(torch.arange(m.out_features).view(-1, 1))}
-        for theirs, lt in DIFFUSERS.write(probe, dims={"hidden": model.config.hidden_size}).items():
+        for theirs, lt in naming.diffusers_layout.write(probe, dims=dims).items():
             out[theirs.removesuffix(".weight")] = (name, lt.load().view(-1))
     return out
 
 _KOHYA = re.compile(r"(?P<module>.+)\.(?P<part>lora_down\.weight|lora_up\.weight|alpha)\Z")
 _PEFT = re.compile(r"(?P<module>.+)\.(?P<part>lora_A\.weight|lora_B\.weight|alpha)\Z")
-
-def _kohya_name(name: str) -> str: return "lora_unet_" + name.replace(".", "_")
 
 # %% ../nbs/40_lora.ipynb #2a1e2a47
 def _meta(model, layers, base_model, steps) -> dict[str, str]:
@@ -146,9 +144,7 @@ def _meta(model, layers, base_model, steps) -> dict[str, str]:
             "flame.rank": json.dumps(sorted(ranks)[0] if len(ranks) == 1 else {n: l.lora.rank for n, l in layers.items()}),
             "flame.alpha": json.dumps(sorted(alphas)[0] if len(alphas) == 1 else {n: l.lora.alpha for n, l in layers.items()})}
     if steps is not None: meta["flame.steps"] = str(int(steps))
-    if isinstance(model, Flux):
-        c = model.config
-        meta["flame.config"] = json.dumps({"hidden_size": c.hidden_size, "depth": c.depth, "depth_single_blocks": c.depth_single_blocks})
+    if is_dataclass(getattr(model, "config", None)): meta["flame.config"] = json.dumps(asdict(model.config), default=str)
     return meta
 
 def _peft_config(ranks: dict[str, int], alphas: dict[str, float]) -> dict:
@@ -158,6 +154,27 @@ def _peft_config(ranks: dict[str, int], alphas: dict[str, float]) -> dict:
             "rank_pattern": {f"^{re.escape(n)}": v for n, v in ranks.items() if v != r},
             "alpha_pattern": {f"^{re.escape(n)}": v for n, v in alphas.items() if v != a}}
 
+def _kohya_tensors(model, layers, cast, dtype, meta: dict, steps) -> dict:
+    naming, tensors = _naming(model), {}
+    for n, m in layers.items():
+        k = naming.kohya(n)
+        tensors |= {f"{k}.lora_down.weight": cast(m.lora.down.weight), f"{k}.lora_up.weight": cast(m.lora.up.weight),
+                    f"{k}.alpha": torch.tensor(m.lora.alpha, dtype=dtype or m.lora.up.weight.dtype)}
+    meta |= {**naming.kohya_meta, "ss_network_dim": meta["flame.rank"], "ss_network_alpha": meta["flame.alpha"]}
+    if steps is not None: meta["ss_steps"] = str(int(steps))
+    return tensors
+
+def _diffusers_tensors(model, layers, cast, meta: dict) -> dict:
+    prefix, tensors, ranks, alphas = _naming(model).diffusers_prefix, {}, {}, {}
+    for theirs, (ours, rows) in _diffusers_rows(model).items():
+        if ours not in layers: continue
+        lora = layers[ours].lora
+        tensors |= {f"{prefix}{theirs}.lora_A.weight": cast(lora.down.weight), f"{prefix}{theirs}.lora_B.weight": cast(lora.up.weight[rows])}
+        ranks[theirs], alphas[theirs] = lora.rank, lora.alpha
+    meta["lora_adapter_metadata"] = json.dumps({f"{prefix}{k}": v for k, v in _peft_config(ranks, alphas).items()}, sort_keys=True)
+    return tensors
+
+# %% ../nbs/40_lora.ipynb #fc9590e5
 def save_lora(model: nn.Module, path, format: str = "kohya", *, base_model: str | None = None, steps: int | None = None,
               dtype: torch.dtype | None = None) -> Path:
     "Write `model`'s LoRAs to `path` (.safetensors) in `format` 'kohya' or 'diffusers', atomically, with metadata."
@@ -165,23 +182,9 @@ def save_lora(model: nn.Module, path, format: str = "kohya", *, base_model: str 
     layers = lora_layers(model)
     if not layers: raise ValueError("model: it carries no LoRA (add_lora or load_lora first)")
     cast = (lambda t: t.detach().to(dtype or t.dtype))
-    meta, tensors = _meta(model, layers, base_model, steps), {}
-    if format == "kohya":
-        for n, m in layers.items():
-            k = _kohya_name(n)
-            tensors |= {f"{k}.lora_down.weight": cast(m.lora.down.weight), f"{k}.lora_up.weight": cast(m.lora.up.weight),
-                        f"{k}.alpha": torch.tensor(m.lora.alpha, dtype=dtype or m.lora.up.weight.dtype)}
-        meta |= {"ss_network_module": "networks.lora_flux", "ss_base_model_version": "flux1",
-                 "ss_network_dim": meta["flame.rank"], "ss_network_alpha": meta["flame.alpha"]}
-        if steps is not None: meta["ss_steps"] = str(int(steps))
-    else:
-        ranks, alphas = {}, {}
-        for theirs, (ours, rows) in _diffusers_rows(model).items():
-            if ours not in layers: continue
-            lora = layers[ours].lora
-            tensors |= {f"transformer.{theirs}.lora_A.weight": cast(lora.down.weight), f"transformer.{theirs}.lora_B.weight": cast(lora.up.weight[rows])}
-            ranks[theirs], alphas[theirs] = lora.rank, lora.alpha
-        meta["lora_adapter_metadata"] = json.dumps({f"transformer.{k}": v for k, v in _peft_config(ranks, alphas).items()}, sort_keys=True)
+    meta = _meta(model, layers, base_model, steps)
+    if format == "kohya": tensors = _kohya_tensors(model, layers, cast, dtype, meta, steps)
+    else: tensors = _diffusers_tensors(model, layers, cast, meta)
     path = Path(path)
     write_safetensors({k: v.contiguous() for k, v in tensors.items()}, path, metadata=meta)
     return path
@@ -209,7 +212,7 @@ def _peft_metadata(meta: dict, prefix: str) -> dict:
 
 def _read_kohya(model, files) -> tuple[dict, list[str]]:
     "{our module: (down, up, alpha)} and the keys no module takes."
-    names = {_kohya_name(n): n for n in linear_layers(model)}
+    names = {_naming(model).kohya(n): n for n in linear_layers(model)}
     groups, odd = _group(files, _KOHYA)
     found, unknown = {}, list(odd)
     for k, parts in groups.items():
@@ -219,8 +222,9 @@ def _read_kohya(model, files) -> tuple[dict, list[str]]:
         found[names[k]] = (down, up, alpha)
     return found, unknown
 
+# %% ../nbs/40_lora.ipynb #b862e7b3
 def _read_diffusers(model, files, meta) -> tuple[dict, list[str]]:
-    prefix = "transformer."
+    prefix = _naming(model).diffusers_prefix
     if all(k.startswith(prefix) for k in files): files = {k[len(prefix):]: v for k, v in files.items()}
     cfg, rows = _peft_metadata(meta, prefix), _diffusers_rows(model)
     groups, odd = _group(files, _PEFT)
@@ -256,6 +260,7 @@ def detect_lora_format(keys) -> str:
     if any(k.endswith((".lora_A.weight", ".lora_B.weight")) for k in keys): return "diffusers"
     raise ValueError(f"path: not a LoRA file (no lora_down/lora_up or lora_A/lora_B keys); it looks like {guess_checkpoint(keys)}")
 
+# %% ../nbs/40_lora.ipynb #342bc958
 def load_lora(model: nn.Module, path, strict: bool = True, dtype: torch.dtype | None = None) -> list[str]:
     "Put the LoRA in `path` (kohya or diffusers format, detected) on `model`; returns the keys skipped (only with strict=False)."
     files, meta = read_safetensors(path)

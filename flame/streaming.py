@@ -8,17 +8,19 @@ Docs: https://flame-dev.github.io/flame/streaming.html.md"""
 
 # %% ../nbs/20_streaming.ipynb #86b91e20
 from __future__ import annotations
-import json, math, mmap, os, queue, struct, threading, time, warnings, weakref
-from dataclasses import dataclass, field, replace
+import json, math, mmap, os, queue, struct, threading, time, warnings
+from dataclasses import dataclass
 from pathlib import Path
 import torch
 from torch import nn
-from .tensor import parse_size, format_bytes, mark_streamed, Report, atomic_file, ST_DTYPE, ST_CODE
-from .autograd import add_block_hooks, checkpoint
+from fastcore.basics import patch
+from .io import parse_size, format_bytes, atomic_file, ST_DTYPE, ST_CODE
+from .tensor import mark_streamed
+from .autograd import add_block_hooks
 
 # %% auto #0
-__all__ = ['LoRA', 'Block', 'Stack', 'write_store', 'Trace', 'Plan', 'plan', 'stream', 'record', 'plot_trace', 'plot_stream',
-           'replan', 'budget_curve', 'budget_explorer']
+__all__ = ['write_store', 'Trace', 'Plan', 'record', 'plan', 'stream', 'plot_trace', 'plot_stream', 'replan', 'budget_curve',
+           'budget_explorer']
 
 # %% ../nbs/20_streaming.ipynb #c91c044c
 _ALIGN = 512          # slot and pool segment alignment (the CUDA allocator's granularity)
@@ -46,6 +48,7 @@ def _layout(params):
         offsets.append(off); off += _nbytes(p)
     return offsets, off
 
+# %% ../nbs/20_streaming.ipynb #2666f65e
 def _find_units(model, units):
     "Validate and describe the units of `model` (`units` or `model.stream_units()`)."
     if not isinstance(model, nn.Module): raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
@@ -70,46 +73,6 @@ def _find_units(model, units):
     if not any(u.nbytes for u in out): raise ValueError("units: the blocks have no frozen parameters to stream")
     return out
 
-# %% ../nbs/20_streaming.ipynb #f8ed1f41
-class LoRA(nn.Module):
-    "A frozen linear layer plus a trainable low-rank update (`up` starts random so gradients are non-trivial)."
-    def __init__(self, d_in, d_out, rank=2):
-        super().__init__()
-        self.base = nn.Linear(d_in, d_out).requires_grad_(False)
-        self.down = nn.Parameter(torch.randn(rank, d_in) / d_in ** 0.5)
-        self.up = nn.Parameter(torch.randn(d_out, rank) / rank)
-    def forward(self, x): return self.base(x) + (x @ self.down.T) @ self.up.T
-
-class Block(nn.Module):
-    "Pre-norm attention + MLP; frozen weights, a LoRA on the attention output."
-    def __init__(self, d, heads=2, mlp=4):
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), LoRA(d, d)
-        self.fc1, self.fc2 = nn.Linear(d, mlp * d), nn.Linear(mlp * d, d)
-        for m in (self.norm1, self.norm2, self.qkv, self.fc1, self.fc2): m.requires_grad_(False)
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(B, T, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
-        a = torch.softmax(q @ k.transpose(-1, -2) / (C // self.heads) ** 0.5, -1) @ v
-        x = x + self.proj(a.transpose(1, 2).reshape(B, T, C))
-        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm2(x))))
-
-class Stack(nn.Module):
-    "Embedding in, `Block`s, head out; `stream_units()` names the blocks; `checkpointing` runs them via `checkpoint`."
-    def __init__(self, d=32, n_blocks=6, d_in=8, block_sizes=None, heads=2):
-        super().__init__()
-        self.inp, self.out = nn.Linear(d_in, d), nn.Linear(d, d_in)
-        mlps = block_sizes or [4] * n_blocks
-        self.blocks = nn.ModuleList(Block(d, heads, m) for m in mlps)
-        self.checkpointing = False
-    def stream_units(self): return list(self.blocks)
-    def forward(self, x):
-        h = self.inp(x)
-        for b in self.blocks: h = checkpoint(b, h) if self.checkpointing and torch.is_grad_enabled() else b(h)
-        return self.out(h)
-
 # %% ../nbs/20_streaming.ipynb #76999f35
 def write_store(path, units) -> Path:
     "Write the frozen weights of `units` as one safetensors file, unit after unit, each a contiguous range (atomic)."
@@ -132,6 +95,7 @@ def write_store(path, units) -> Path:
         for p in tensors: f.write(memoryview(p.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy()))
     return path
 
+# %% ../nbs/20_streaming.ipynb #86c35047
 class _Store:
     "A memory-mapped safetensors file holding the units' frozen tensors."
     def __init__(self, path, units):
@@ -161,14 +125,6 @@ class _Store:
         st = os.stat(self.path)
         return (st.st_size, st.st_mtime_ns, st.st_ino)
 
-    def check(self):
-        "Raise if the file changed on disk since it was opened."
-        try: now = self._stat()
-        except OSError: now = None
-        if now != self.stat:
-            raise RuntimeError(f"store: {str(self.path)!r} changed on disk (or vanished) since stream() opened it; "
-                               "the memory-mapped weights are no longer trustworthy — call stream() again")
-
     def sources(self, u):
         "[(slot offset, uint8 source)] for unit `u`: one range when its tensors are contiguous and aligned in the file."
         spans = [(self.header[k]["data_offsets"], o) for k, o in zip(u.names, u.offsets)]
@@ -177,9 +133,20 @@ class _Store:
             return [(0, self.data[self.base + start:self.base + start + u.nbytes])]
         return [(o, self.data[self.base + b:self.base + e]) for (b, e), o in spans]
 
-    def tensor(self, name):
-        d = self.header[name]; b, e = d["data_offsets"]
-        return self.data[self.base + b:self.base + e].view(ST_DTYPE[d["dtype"]]).view(d["shape"])
+# %% ../nbs/20_streaming.ipynb #79439f5a
+@patch
+def check(self: _Store):
+    "Raise if the file changed on disk since it was opened."
+    try: now = self._stat()
+    except OSError: now = None
+    if now != self.stat:
+        raise RuntimeError(f"store: {str(self.path)!r} changed on disk (or vanished) since stream() opened it; "
+                           "the memory-mapped weights are no longer trustworthy — call stream() again")
+
+@patch
+def tensor(self: _Store, name):
+    d = self.header[name]; b, e = d["data_offsets"]
+    return self.data[self.base + b:self.base + e].view(ST_DTYPE[d["dtype"]]).view(d["shape"])
 
 # %% ../nbs/20_streaming.ipynb #3755fda6
 class _ThreadCopier:
@@ -215,6 +182,7 @@ class _ThreadCopier:
     def sync(self): pass
     def close(self): self.q.put(None)
 
+# %% ../nbs/20_streaming.ipynb #1b3340e6
 class _CudaCopier:
     "GPU tier: copies on a side stream; events guard slot reuse and readiness."
     def __init__(self, device):
@@ -253,27 +221,6 @@ class _Ring:
 
     def position(self, u, backward): return 2 * self.n - 1 - u if backward else u
 
-    def _dist(self, u, p, L):
-        "Uses from position `p` until unit `u` is needed again (cycle length `L`)."
-        occ = (u, 2 * self.n - 1 - u) if self.train else (u,)
-        return min((o - p) % L or L for o in occ)
-
-    def _victim(self, p, L, before):
-        "A slot to load into: an empty one, else the idle unit needed furthest ahead (and later than `before`)."
-        best, far = None, before
-        for s, w in enumerate(self.unit_in):
-            if w is None: return s
-            if w in self.in_use: continue
-            d = self._dist(w, p, L)
-            if d > far: best, far = s, d
-        return best
-
-    def _place(self, u, s):
-        old = self.unit_in[s]
-        if old is not None: del self.slot_of[old]
-        self.unit_in[s], self.slot_of[u] = u, s
-        return (u, s)
-
     def acquire(self, u, backward):
         "Mark `u` in use; returns (slot of u, [(unit, slot) copies to issue, in order])."
         if u in self.in_use: raise RuntimeError(f"stream: unit {u} acquired twice (units may not nest)")
@@ -297,6 +244,31 @@ class _Ring:
         self.in_use.discard(u)
         return self.slot_of[u]
 
+# %% ../nbs/20_streaming.ipynb #39767a14
+@patch
+def _dist(self: _Ring, u, p, L):
+    "Uses from position `p` until unit `u` is needed again (cycle length `L`)."
+    occ = (u, 2 * self.n - 1 - u) if self.train else (u,)
+    return min((o - p) % L or L for o in occ)
+
+@patch
+def _victim(self: _Ring, p, L, before):
+    "A slot to load into: an empty one, else the idle unit needed furthest ahead (and later than `before`)."
+    best, far = None, before
+    for s, w in enumerate(self.unit_in):
+        if w is None: return s
+        if w in self.in_use: continue
+        d = self._dist(w, p, L)
+        if d > far: best, far = s, d
+    return best
+
+@patch
+def _place(self: _Ring, u, s):
+    old = self.unit_in[s]
+    if old is not None: del self.slot_of[old]
+    self.unit_in[s], self.slot_of[u] = u, s
+    return (u, s)
+
 # %% ../nbs/20_streaming.ipynb #9edf6cf1
 def _pin(t):
     "Page-lock `t`'s memory in place; returns whether it worked."
@@ -314,6 +286,7 @@ def _device(device):
     if d.type != "cpu": raise ValueError(f"device: expected 'cpu' or 'cuda[:i]', got {device!r}")
     return d
 
+# %% ../nbs/20_streaming.ipynb #17fc8aff
 class _Engine:
     "Streams the frozen weights of a model's units from a store / host pool into device slots."
     def __init__(self, model, device, units=None, store=None):
@@ -327,162 +300,187 @@ class _Engine:
         if self.cuda: self._fill_pool()
         for u in self.units:                                       # the model no longer holds block weights
             for p in u.params: p.data = self._empty(p.dtype)
-        streamed = {id(p) for u in self.units for p in u.params}
-        for p in model.parameters():
-            if id(p) not in streamed:
-                if p.device.type == "meta": raise ValueError(f"model: a parameter outside the streamed weights is on meta ({p.shape})")
-                p.data = p.data.to(self.device)
-        for mod in model.modules():
-            for k, b in mod._buffers.items():
-                if b is not None: mod._buffers[k] = b.to(self.device)
+        self._move_rest()
         self.copier = _CudaCopier(self.device) if self.cuda else _ThreadCopier()
         self.trace, self.bytes_moved, self.loads = None, 0, 0
         self._hooks, self._ckpt, self._held, self._active = [], None, set(), set()
-        for u in self.units:
-            m = u.module
-            self._hooks += [m.register_forward_pre_hook(lambda m, a, u=u: self._pre(u, a)),
-                            m.register_forward_hook(lambda m, a, o, u=u: self._post(u), always_call=True),
-                            add_block_hooks(m, before_forward=lambda m: setattr(self, "_ckpt", m),
-                                            after_forward=lambda m: setattr(self, "_ckpt", None),
-                                            before_recompute=lambda m, u=u: self._recompute(u),
-                                            after_backward=lambda m, u=u: self._backward_done(u))]
+        self._add_hooks()
         self.plan = None
 
-    # ---- host side -------------------------------------------------------------------------------
     def _empty(self, dtype):
         return torch.empty(0, dtype=dtype, device=self.device)
 
-    def _open_store(self, path):
-        real = all(p.device.type != "meta" for u in self.units for p in u.params)
-        if not path.exists():
-            if not real: raise ValueError(f"store: {str(path)!r} does not exist and the model's weights are on meta")
-            write_store(path, self.units)
-        self.store = _Store(path, self.units)
-        for u in self.units:                                       # an existing store must hold these very weights
-            for n, p in zip(u.names, u.params):
-                if p.device.type != "meta" and not torch.equal(self.store.tensor(n), p.detach().cpu()):
-                    raise ValueError(f"store: {n} in {str(path)!r} differs from the model's weight; delete the file "
-                                     "to rewrite it, or build the model on meta to use the file's weights")
+    def _move_rest(self):
+        "Move what does not stream (parameters outside the units' frozen weights, buffers) to the device."
+        streamed = {id(p) for u in self.units for p in u.params}
+        for p in self.model.parameters():
+            if id(p) not in streamed:
+                if p.device.type == "meta": raise ValueError(f"model: a parameter outside the streamed weights is on meta ({p.shape})")
+                p.data = p.data.to(self.device)
+        for mod in self.model.modules():
+            for k, b in mod._buffers.items():
+                if b is not None: mod._buffers[k] = b.to(self.device)
 
-    def _fill_pool(self):
-        self.seg, off = [], 0
-        for u in self.units:
-            self.seg.append(off); off += _aligned(u.nbytes)
-        self.pool = torch.empty(off, dtype=torch.uint8)
-        self.pinned = _pin(self.pool)
-        if not self.pinned:
-            warnings.warn(f"stream: could not page-lock a {format_bytes(off)} host pool; using pageable memory "
-                          "(host->device copies will be slower and less overlapped)", RuntimeWarning, stacklevel=4)
-        for u, o in zip(self.units, self.seg):
-            dst = self.pool[o:o + u.nbytes]
-            if self.store is not None:
-                for so, s in self.store.sources(u): dst[so:so + s.numel()].copy_(s)
-            else:
-                for p, po in zip(u.params, u.offsets):
-                    if p.device.type == "meta": raise ValueError(f"model: {u.names[0]} is on meta; pass store=path to a file with the weights")
-                    dst[po:po + _nbytes(p)].copy_(p.detach().reshape(-1).view(torch.uint8))
-                    p.data = self._empty(p.dtype)                 # release it as soon as it is packed
+# %% ../nbs/20_streaming.ipynb #b30000a1
+@patch
+def _open_store(self: _Engine, path):
+    real = all(p.device.type != "meta" for u in self.units for p in u.params)
+    if not path.exists():
+        if not real: raise ValueError(f"store: {str(path)!r} does not exist and the model's weights are on meta")
+        write_store(path, self.units)
+    self.store = _Store(path, self.units)
+    for u in self.units:                                       # an existing store must hold these very weights
+        for n, p in zip(u.names, u.params):
+            if p.device.type != "meta" and not torch.equal(self.store.tensor(n), p.detach().cpu()):
+                raise ValueError(f"store: {n} in {str(path)!r} differs from the model's weight; delete the file "
+                                 "to rewrite it, or build the model on meta to use the file's weights")
 
-    def sources(self, u):
-        if self.pool is not None: return [(0, self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes])]
-        return self.store.sources(u)
+@patch
+def _add_hooks(self: _Engine):
+    for u in self.units:
+        m = u.module
+        self._hooks += [m.register_forward_pre_hook(lambda m, a, u=u: self._pre(u, a)),
+                        m.register_forward_hook(lambda m, a, o, u=u: self._post(u), always_call=True),
+                        add_block_hooks(m, before_forward=lambda m: setattr(self, "_ckpt", m),
+                                        after_forward=lambda m: setattr(self, "_ckpt", None),
+                                        before_recompute=lambda m, u=u: self._recompute(u),
+                                        after_backward=lambda m, u=u: self._backward_done(u))]
 
-    # ---- device side -----------------------------------------------------------------------------
-    def apply(self, plan):
-        "Allocate resident buffers and the ring for `plan` (once; nothing is allocated per step)."
-        self.copier.sync()
-        for u in self.units:
-            for p in u.params: p.data = self._empty(p.dtype)
-        self.slots = self.resident = None                          # free the previous configuration first
-        self.plan, res = plan, set(plan.resident)
-        self.resident = {}
-        for u in self.units:
-            if u.index in res:
-                buf = torch.empty(u.nbytes, dtype=torch.uint8, device=self.device)
-                mark_streamed(buf)
-                self.copier.wait(self.copier.load(buf, self.sources(u), None))
-                self._bind(u, buf); self.resident[u.index] = buf
-        self.streamed = [u for u in self.units if u.index not in res]
-        self.pos = {u.index: i for i, u in enumerate(self.streamed)}
-        size = _aligned(max((u.nbytes for u in self.streamed), default=0))
-        self.slots = [torch.empty(size, dtype=torch.uint8, device=self.device) for _ in range(plan.slots if self.streamed else 0)]
-        mark_streamed(*self.slots)
-        self.ring = _Ring(len(self.streamed), len(self.slots), plan.depth)
-        self.ready, self.freed = [None] * len(self.slots), [None] * len(self.slots)
-        self.copier.sync()
+@patch
+def close(self: _Engine):
+    "Remove the hooks and stop the copier (the model's block weights stay unbound)."
+    for h in self._hooks: h.remove()
+    self._hooks.clear(); self.copier.sync(); self.copier.close()
+    if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.pool.data_ptr()); self.pinned = False
 
-    def _bind(self, u, buf):
-        for p, o, shape in zip(u.params, u.offsets, u.shapes):
-            p.data = buf[o:o + math.prod(shape) * p.element_size()].view(p.dtype).view(shape)
+# %% ../nbs/20_streaming.ipynb #04f692f2
+@patch
+def _fill_pool(self: _Engine):
+    self.seg, off = [], 0
+    for u in self.units:
+        self.seg.append(off); off += _aligned(u.nbytes)
+    self.pool = torch.empty(off, dtype=torch.uint8)
+    self.pinned = _pin(self.pool)
+    if not self.pinned:
+        warnings.warn(f"stream: could not page-lock a {format_bytes(off)} host pool; using pageable memory "
+                      "(host->device copies will be slower and less overlapped)", RuntimeWarning, stacklevel=4)
+    for u, o in zip(self.units, self.seg):
+        dst = self.pool[o:o + u.nbytes]
+        if self.store is not None:
+            for so, s in self.store.sources(u): dst[so:so + s.numel()].copy_(s)
+        else:
+            for p, po in zip(u.params, u.offsets):
+                if p.device.type == "meta": raise ValueError(f"model: {u.names[0]} is on meta; pass store=path to a file with the weights")
+                dst[po:po + _nbytes(p)].copy_(p.detach().reshape(-1).view(torch.uint8))
+                p.data = self._empty(p.dtype)                 # release it as soon as it is packed
 
-    def _unbind(self, u):
+@patch
+def sources(self: _Engine, u):
+    if self.pool is not None: return [(0, self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes])]
+    return self.store.sources(u)
+
+# %% ../nbs/20_streaming.ipynb #cdf29677
+@patch
+def apply(self: _Engine, plan):
+    "Allocate resident buffers and the ring for `plan` (once; nothing is allocated per step)."
+    self.copier.sync()
+    for u in self.units:
         for p in u.params: p.data = self._empty(p.dtype)
+    self.slots = self.resident = None                          # free the previous configuration first
+    self.plan, res = plan, set(plan.resident)
+    self.resident = {}
+    for u in self.units:
+        if u.index in res:
+            buf = torch.empty(u.nbytes, dtype=torch.uint8, device=self.device)
+            mark_streamed(buf)
+            self.copier.wait(self.copier.load(buf, self.sources(u), None))
+            self._bind(u, buf); self.resident[u.index] = buf
+    self.streamed = [u for u in self.units if u.index not in res]
+    self.pos = {u.index: i for i, u in enumerate(self.streamed)}
+    size = _aligned(max((u.nbytes for u in self.streamed), default=0))
+    self.slots = [torch.empty(size, dtype=torch.uint8, device=self.device) for _ in range(plan.slots if self.streamed else 0)]
+    mark_streamed(*self.slots)
+    self.ring = _Ring(len(self.streamed), len(self.slots), plan.depth)
+    self.ready, self.freed = [None] * len(self.slots), [None] * len(self.slots)
+    self.copier.sync()
 
-    def _issue(self, loads):
-        for w, s in loads:
-            u = self.streamed[w]
-            ev = self.copier.load(self.slots[s], self.sources(u), self.freed[s])
-            self.ready[s] = ev
-            self.bytes_moved += u.nbytes; self.loads += 1
-            if self.trace is not None: self.trace["copies"].append((u.index, ev))
+@patch
+def _bind(self: _Engine, u, buf):
+    for p, o, shape in zip(u.params, u.offsets, u.shapes):
+        p.data = buf[o:o + math.prod(shape) * p.element_size()].view(p.dtype).view(shape)
 
-    def acquire(self, u, backward):
-        if self.plan is None: raise RuntimeError("stream: no plan applied yet (use stream(), not the engine directly)")
-        if u.index in self.resident:
-            self._active.add(u.index); self._stamp(u, backward, "start"); return
-        w = self.pos[u.index]
-        s, loads = self.ring.acquire(w, backward)
-        self._issue(loads)
-        self.copier.wait(self.ready[s])
-        self._bind(u, self.slots[s])
-        mark_streamed(self.slots[s])
-        self._active.add(u.index)
-        self._stamp(u, backward, "start")
+@patch
+def _unbind(self: _Engine, u):
+    for p in u.params: p.data = self._empty(p.dtype)
 
-    def release(self, u, backward):
-        self._active.discard(u.index)
-        self._stamp(u, backward, "end")
-        if u.index in self.resident: return
-        s = self.ring.release(self.pos[u.index])
-        self.freed[s] = self.copier.mark()
-        self._unbind(u)
+# %% ../nbs/20_streaming.ipynb #6b2d2f29
+@patch
+def _issue(self: _Engine, loads):
+    for w, s in loads:
+        u = self.streamed[w]
+        ev = self.copier.load(self.slots[s], self.sources(u), self.freed[s])
+        self.ready[s] = ev
+        self.bytes_moved += u.nbytes; self.loads += 1
+        if self.trace is not None: self.trace["copies"].append((u.index, ev))
 
-    def _stamp(self, u, backward, what):
-        if self.trace is not None: self.trace["compute"].append((u.index, backward, what, self.copier.stamp()))
+@patch
+def acquire(self: _Engine, u, backward):
+    if self.plan is None: raise RuntimeError("stream: no plan applied yet (use stream(), not the engine directly)")
+    if u.index in self.resident:
+        self._active.add(u.index); self._stamp(u, backward, "start"); return
+    w = self.pos[u.index]
+    s, loads = self.ring.acquire(w, backward)
+    self._issue(loads)
+    self.copier.wait(self.ready[s])
+    self._bind(u, self.slots[s])
+    mark_streamed(self.slots[s])
+    self._active.add(u.index)
+    self._stamp(u, backward, "start")
 
-    # ---- hooks -----------------------------------------------------------------------------------
-    def _pre(self, u, args):
-        if u.index in self._held: return                          # the backward re-run: already acquired
-        if torch.is_grad_enabled() and self._ckpt is not u.module and u.index not in self.resident:
-            needs = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) or \
-                    any(p.requires_grad for p in u.module.parameters())
-            if needs:
-                raise RuntimeError(f"stream: unit {u.index} ({type(u.module).__name__}) ran with gradients outside "
-                                   "flame.autograd.checkpoint; its streamed weights would be overwritten before backward. "
-                                   "Run the blocks through checkpoint (e.g. model.checkpointing = True) or under torch.no_grad().")
-        if u.index == 0:                                           # a new pass begins
-            if self.store is not None: self.store.check()
-            self.ring.train = torch.is_grad_enabled()
-            for v in list(self._held): self._backward_done(self.units[v])   # leftovers of an interrupted backward
-        self.acquire(u, backward=False)
+@patch
+def release(self: _Engine, u, backward):
+    self._active.discard(u.index)
+    self._stamp(u, backward, "end")
+    if u.index in self.resident: return
+    s = self.ring.release(self.pos[u.index])
+    self.freed[s] = self.copier.mark()
+    self._unbind(u)
 
-    def _post(self, u):
-        if u.index not in self._held and u.index in self._active: self.release(u, backward=False)
+@patch
+def _stamp(self: _Engine, u, backward, what):
+    if self.trace is not None: self.trace["compute"].append((u.index, backward, what, self.copier.stamp()))
 
-    def _recompute(self, u):
-        self._held.add(u.index)
-        self.acquire(u, backward=True)
+# %% ../nbs/20_streaming.ipynb #1fca8774
+@patch
+def _pre(self: _Engine, u, args):
+    if u.index in self._held: return                          # the backward re-run: already acquired
+    if torch.is_grad_enabled() and self._ckpt is not u.module and u.index not in self.resident:
+        needs = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) or \
+                any(p.requires_grad for p in u.module.parameters())
+        if needs:
+            raise RuntimeError(f"stream: unit {u.index} ({type(u.module).__name__}) ran with gradients outside "
+                               "flame.autograd.checkpoint; its streamed weights would be overwritten before backward. "
+                               "Run the blocks through checkpoint (e.g. model.checkpointing = True) or under torch.no_grad().")
+    if u.index == 0:                                           # a new pass begins
+        if self.store is not None: self.store.check()
+        self.ring.train = torch.is_grad_enabled()
+        for v in list(self._held): self._backward_done(self.units[v])   # leftovers of an interrupted backward
+    self.acquire(u, backward=False)
 
-    def _backward_done(self, u):
-        if u.index in self._held:
-            self._held.discard(u.index)
-            self.release(u, backward=True)
+@patch
+def _post(self: _Engine, u):
+    if u.index not in self._held and u.index in self._active: self.release(u, backward=False)
 
-    def close(self):
-        "Remove the hooks and stop the copier (the model's block weights stay unbound)."
-        for h in self._hooks: h.remove()
-        self._hooks.clear(); self.copier.sync(); self.copier.close()
-        if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.pool.data_ptr()); self.pinned = False
+@patch
+def _recompute(self: _Engine, u):
+    self._held.add(u.index)
+    self.acquire(u, backward=True)
+
+@patch
+def _backward_done(self: _Engine, u):
+    if u.index in self._held:
+        self._held.discard(u.index)
+        self.release(u, backward=True)
 
 # %% ../nbs/20_streaming.ipynb #8d229dea
 @dataclass
@@ -544,6 +542,7 @@ def _simulate(sizes, fwd, bwd, other, bandwidth, resident, slots, depth, train=T
     out["trace"].stalls = _stalls(out["trace"].copies, out["trace"].compute)
     return out
 
+# %% ../nbs/20_streaming.ipynb #909a2a9c
 @dataclass
 class Plan:
     "What `stream` does under a budget: resident units, ring slots and prefetch depth, and its predicted step."
@@ -584,14 +583,10 @@ class Plan:
                 f"moves {format_bytes(self.moved)}/step at {self.bandwidth / 1e9:.1f} GB/s; "
                 f"step {t}, floor {self.floor * 1e3:.1f} ms, forward {self.predicted_forward * 1e3:.1f} ms)")
 
-def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measured, max_depth=4):
-    "Search depths x slot classes x resident fill for the fastest simulated step that fits `budget`."
-    n, total, w_budget = len(sizes), sum(sizes), budget - overhead
-    if w_budget < _aligned(max(sizes)):
-        raise ValueError(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(_aligned(max(sizes)) + overhead)} "
-                         f"(the largest block, {format_bytes(_aligned(max(sizes)))}" + (f", plus {format_bytes(overhead)} the step needs besides "
-                         "block weights)" if overhead else ")"))
-    host = device != "cpu"
+# %% ../nbs/20_streaming.ipynb #d54fbec3
+def _candidates(sizes, w_budget, max_depth):
+    "(resident units, slots, depth, slot bytes) for every depth x slot class, the rest of `w_budget` filled with residents."
+    n, total = len(sizes), sum(sizes)
     mid = sorted(range(n), key=lambda i: abs(i - (n - 1) / 2))
     def fill(forced, room):
         res = set(forced)
@@ -611,8 +606,19 @@ def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measure
             res = fill(forced, room)
             if len(res) == n: continue
             cands.append((res, k, min(d, 2 * (n - len(res)) - 1), slot))
+    return cands
+
+# %% ../nbs/20_streaming.ipynb #89c7b95e
+def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measured, max_depth=4):
+    "Search depths x slot classes x resident fill for the fastest simulated step that fits `budget`."
+    n, w_budget = len(sizes), budget - overhead
+    if w_budget < _aligned(max(sizes)):
+        raise ValueError(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(_aligned(max(sizes)) + overhead)} "
+                         f"(the largest block, {format_bytes(_aligned(max(sizes)))}" + (f", plus {format_bytes(overhead)} the step needs besides "
+                         "block weights)" if overhead else ")"))
+    host = device != "cpu"
     best = None
-    for res, k, d, slot in cands:
+    for res, k, d, slot in _candidates(sizes, w_budget, max_depth):
         sim = _simulate(sizes, fwd, bwd, other, bandwidth, res, k, d, True, host)
         dev = sum(sizes[i] for i in res) + k * slot
         key = (round(sim["time"], 6), sim["moved"], dev)
@@ -649,70 +655,6 @@ def _bandwidth(e):
         best = min(best, time.perf_counter() - t0)
     return u.nbytes / best
 
-def _default_step(model, inputs):
-    out = model(*inputs)
-    out = out[0] if isinstance(out, (tuple, list)) else out
-    out.float().square().mean().backward()
-
-def _probe(model, e, inputs, step):
-    "Two traced training steps with every unit streamed through 2 slots; returns the second's Trace and peak bytes."
-    sizes = [u.nbytes for u in e.units]
-    e.apply(Plan(0, sizes, [], min(2, len(sizes)), _aligned(max(sizes)), 1, True, 0, 0, 1.0, [], [], 0.0, False, 0.0, 0.0, 0, 0.0, str(e.device)))
-    train = [p for p in model.parameters() if p.requires_grad]
-    # keep each .grad *object* (it may be a view into a flat GradBuffer) and restore its values in place
-    grads = [(p.grad, None if p.grad is None else p.grad.clone()) for p in train]
-    rng = torch.get_rng_state(); crng = torch.cuda.get_rng_state(e.device) if e.cuda else None
-    ck = getattr(model, "checkpointing", None)
-    if ck is not None: model.checkpointing = True
-    try:
-        for i in range(2):
-            if e.cuda: torch.cuda.synchronize(e.device); torch.cuda.reset_peak_memory_stats(e.device)
-            with record(model) as tr: step(model, inputs)
-            peak = torch.cuda.max_memory_allocated(e.device) if e.cuda else 0   # everything on the device
-    finally:
-        for p, (g, saved) in zip(train, grads):
-            if g is not None: g.copy_(saved)
-            p.grad = g
-        torch.set_rng_state(rng)
-        if e.cuda: torch.cuda.set_rng_state(crng, e.device)
-        if ck is not None: model.checkpointing = ck
-    return tr.result, peak
-
-def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda", units=None, store=None,
-         step=None, bandwidth: float | None = None) -> Plan:
-    "Measure (with `example_inputs`) and choose residency, ring slots, prefetch depth; predict the step time."
-    e = _engine(model, device, units, store)
-    budget = _budget(budget, e.device)
-    sizes = [u.nbytes for u in e.units]
-    n = len(sizes)
-    fwd, bwd, other, overhead, measured = [0.0] * n, [0.0] * n, 0.0, 0, False
-    if example_inputs is not None:
-        inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-        tr, peak = _probe(model, e, inputs, step or _default_step)
-        for u, back, t0, t1 in tr.compute: (bwd if back else fwd)[u] += t1 - t0
-        other = max(0.0, tr.total - sum(fwd) - sum(bwd) - sum(b - a for a, b in tr.stalls))
-        if bandwidth is None:
-            copy_s = sum(b - a for _, a, b in tr.copies)
-            bandwidth = tr.bytes_moved / copy_s if copy_s > 0 else None
-        if e.cuda: overhead = max(0, peak - len(e.slots) * e.slots[0].numel())   # all but the probe's ring
-        measured = True
-    if bandwidth is None: bandwidth = _bandwidth(e)
-    return _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, str(e.device), measured)
-
-_plan = plan
-
-def stream(model: nn.Module, device="cuda", budget="auto", store=None, *, units=None, plan: Plan | None = None,
-           example_inputs=None, step=None) -> nn.Module:
-    "Stream the frozen weights of `model`'s units to `device` under `budget` bytes; returns the model."
-    e = _engine(model, device, units, store)
-    if plan is None: plan = _plan(model, budget, example_inputs, device=device, units=units, store=store, step=step)
-    elif not isinstance(plan, Plan): raise ValueError(f"plan: expected a Plan from flame.streaming.plan, got {type(plan).__name__}")
-    elif plan.unit_bytes != [u.nbytes for u in e.units]:
-        raise ValueError(f"plan: made for units of {plan.unit_bytes} bytes, this model's are {[u.nbytes for u in e.units]}")
-    e.apply(plan)
-    if plan.checkpoint and getattr(model, "checkpointing", None) is False: model.checkpointing = True
-    return model
-
 # %% ../nbs/20_streaming.ipynb #e94b1e4a
 class record:
     "Context manager: trace the copies and unit computes of a streamed `model` in this region (`.result`: Trace)."
@@ -740,6 +682,74 @@ class record:
         e.trace, e.copier.timing = None, False
         self.result = Trace(copies, compute, _stalls(copies, compute), sec(t_end), e.bytes_moved - self.moved0, str(e.device))
         return False
+
+# %% ../nbs/20_streaming.ipynb #8e9c0428
+_NO_CHECKPOINTING = ("checkpointing: a streamed model must recompute its blocks in backward (its streamed weights are not kept); "
+                     "set model.checkpointing = True first (flame.policy does this when it chooses streaming)")
+
+def _default_step(model, inputs):
+    out = model(*inputs)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    out.float().square().mean().backward()
+
+def _probe(model, e, inputs, step):
+    "Two traced training steps with every unit streamed through 2 slots; returns the second's Trace and peak bytes."
+    sizes = [u.nbytes for u in e.units]
+    e.apply(Plan(0, sizes, [], min(2, len(sizes)), _aligned(max(sizes)), 1, True, 0, 0, 1.0, [], [], 0.0, False, 0.0, 0.0, 0, 0.0, str(e.device)))
+    train = [p for p in model.parameters() if p.requires_grad]
+    # keep each .grad *object* (it may be a view into a flat GradBuffer) and restore its values in place
+    grads = [(p.grad, None if p.grad is None else p.grad.clone()) for p in train]
+    rng = torch.get_rng_state(); crng = torch.cuda.get_rng_state(e.device) if e.cuda else None
+    if getattr(model, "checkpointing", None) is False: raise ValueError(_NO_CHECKPOINTING)
+    try:
+        for i in range(2):
+            if e.cuda: torch.cuda.synchronize(e.device); torch.cuda.reset_peak_memory_stats(e.device)
+            with record(model) as tr: step(model, inputs)
+            peak = torch.cuda.max_memory_allocated(e.device) if e.cuda else 0   # everything on the device
+    finally:
+        for p, (g, saved) in zip(train, grads):
+            if g is not None: g.copy_(saved)
+            p.grad = g
+        torch.set_rng_state(rng)
+        if e.cuda: torch.cuda.set_rng_state(crng, e.device)
+    return tr.result, peak
+
+# %% ../nbs/20_streaming.ipynb #9c2802af
+def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda", units=None, store=None,
+         step=None, bandwidth: float | None = None) -> Plan:
+    "Measure (with `example_inputs`) and choose residency, ring slots, prefetch depth; predict the step time."
+    e = _engine(model, device, units, store)
+    budget = _budget(budget, e.device)
+    sizes = [u.nbytes for u in e.units]
+    n = len(sizes)
+    fwd, bwd, other, overhead, measured = [0.0] * n, [0.0] * n, 0.0, 0, False
+    if example_inputs is not None:
+        inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+        tr, peak = _probe(model, e, inputs, step or _default_step)
+        for u, back, t0, t1 in tr.compute: (bwd if back else fwd)[u] += t1 - t0
+        other = max(0.0, tr.total - sum(fwd) - sum(bwd) - sum(b - a for a, b in tr.stalls))
+        if bandwidth is None:
+            copy_s = sum(b - a for _, a, b in tr.copies)
+            bandwidth = tr.bytes_moved / copy_s if copy_s > 0 else None
+        if e.cuda: overhead = max(0, peak - len(e.slots) * e.slots[0].numel())   # all but the probe's ring
+        measured = True
+    if bandwidth is None: bandwidth = _bandwidth(e)
+    return _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, str(e.device), measured)
+
+# %% ../nbs/20_streaming.ipynb #e029bfcd
+_plan = plan
+
+def stream(model: nn.Module, device="cuda", budget="auto", store=None, *, units=None, plan: Plan | None = None,
+           example_inputs=None, step=None) -> nn.Module:
+    "Stream the frozen weights of `model`'s units to `device` under `budget` bytes; returns the model."
+    e = _engine(model, device, units, store)
+    if plan is None: plan = _plan(model, budget, example_inputs, device=device, units=units, store=store, step=step)
+    elif not isinstance(plan, Plan): raise ValueError(f"plan: expected a Plan from flame.streaming.plan, got {type(plan).__name__}")
+    elif plan.unit_bytes != [u.nbytes for u in e.units]:
+        raise ValueError(f"plan: made for units of {plan.unit_bytes} bytes, this model's are {[u.nbytes for u in e.units]}")
+    if plan.checkpoint and getattr(model, "checkpointing", None) is False: raise ValueError(_NO_CHECKPOINTING)
+    e.apply(plan)
+    return model
 
 # %% ../nbs/20_streaming.ipynb #588b120e
 def plot_trace(trace: Trace, ax=None, title: str | None = None):

@@ -8,41 +8,18 @@ Docs: https://flame-dev.github.io/flame/tensor.html.md"""
 
 # %% ../nbs/00_tensor.ipynb #3100b61c
 from __future__ import annotations
-import json, math, os, re, sys, tempfile, time, weakref
-from contextlib import contextmanager
+import json, time, weakref
 from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 from torch.optim.optimizer import register_optimizer_step_pre_hook, register_optimizer_step_post_hook
 from fastcore.basics import patch
+from .io import atomic_write, format_bytes
 
 # %% auto #0
-__all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'ST_DTYPE', 'ST_CODE', 'parse_size', 'format_bytes', 'storage_bytes', 'Event',
-           'mark_streamed', 'MemoryTimeline', 'Report', 'atomic_file', 'atomic_write', 'measure_overhead', 'demo']
-
-# %% ../nbs/00_tensor.ipynb #a4b54d82
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-
-def parse_size(s: int | str, name: str = "size") -> int:
-    "Bytes in `s`: an int, or a string like '12GB' (10^9), '512MiB' (2^20), '1.5 GiB', '4096'."
-    if isinstance(s, bool): raise ValueError(f"{name}: expected an int or a size string like '12GB', got {s!r}")
-    if isinstance(s, int):
-        if s < 0: raise ValueError(f"{name}: expected a size >= 0 bytes, got {s}")
-        return s
-    if isinstance(s, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", s)
-        if m and m.group(2).lower() in _UNITS: return int(round(float(m.group(1)) * _UNITS[m.group(2).lower()]))
-    raise ValueError(f"{name}: expected an int or a size string like '12GB' or '512MiB', got {s!r}")
-
-def format_bytes(n: int | float) -> str:
-    "`n` bytes in binary units: '512 B', '1.50 KiB', '11.18 GiB' (negative sizes keep their sign)."
-    sign, n = ("-" if n < 0 else ""), abs(n)
-    if n < 1024: return f"{sign}{n:.0f} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024
-        if n < 1024 or unit == "TiB": return f"{sign}{n:.2f} {unit}"
+__all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'storage_bytes', 'Event', 'mark_streamed', 'MemoryTimeline', 'Report',
+           'measure_overhead']
 
 # %% ../nbs/00_tensor.ipynb #35ffb8fb
 def storage_bytes(*tensors: torch.Tensor) -> int:
@@ -153,227 +130,254 @@ class MemoryTimeline:
         self._in_opt, self._opt_name = 0, ""
         self._names, self._param_names, self._handles = {}, {}, []
 
-    # ---- entering and leaving -------------------------------------------------------------------
-    def __enter__(self):
-        if self._state != "new":
-            raise RuntimeError("MemoryTimeline: this timeline already recorded a region; make a new one for each `with` block")
-        if self.verify and (self.device is None or self.device.type != "cuda"):
-            raise ValueError(f"verify: needs device='cuda' (it compares with torch.cuda.memory_allocated), got device={self.device}")
-        self._state, self._t0 = "recording", time.perf_counter()
-        self._baseline()
-        # verify: the allocator's count that our running total should track, from here on
-        if self.verify: torch.cuda.synchronize(self.device); self._base_alloc = torch.cuda.memory_allocated(self.device) - self.total
-        mm = torch.nn.modules.module
-        self._handles += [mm.register_module_forward_pre_hook(self._fw_pre),
-                          mm.register_module_forward_hook(self._fw_post, always_call=True),
-                          register_optimizer_step_pre_hook(self._opt_pre),
-                          register_optimizer_step_post_hook(self._opt_post)]
-        for p in self._params():
-            if p.requires_grad: self._handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
-        self._saved = torch.autograd.graph.saved_tensors_hooks(_pack, _unpack)
-        self._saved.__enter__()
-        if not _ACTIVE: torch.UntypedStorage.resize_ = _storage_resize
-        _ACTIVE.append(self)
-        self._mode = _Mode(self)
-        self._mode.__enter__()
-        return self
+# %% ../nbs/00_tensor.ipynb #fb4e7ebd
+@patch
+def _where(self: MemoryTimeline, node=None):
+    "(phase, module, op prefix) of the current moment."
+    if node is None: node = torch._C._current_autograd_node()
+    if node is not None: return "backward", self._node_module(node), node.name()
+    if self._in_opt: return "optimizer", self._opt_name, ""
+    if self._mods: return "forward", self._mods[-1][0], ""
+    return "other", "", ""
 
-    def __exit__(self, *exc):
-        try: self._mode.__exit__(*exc)
-        finally:
-            self._state = "done"
-            if self in _ACTIVE: _ACTIVE.remove(self)
-            if not _ACTIVE: torch.UntypedStorage.resize_ = _orig_storage_resize
-            self._saved.__exit__(*exc)
-            for h in self._handles: h.remove()
-            self._handles.clear()
-            # swap the free callbacks for plain weak references: frees after the region are not recorded
-            live = {k: b for k, b in self._live.items() if b.wr() is not None}
-            for b in live.values(): b.wr = weakref.ref(b.wr())
-            self._live = live
-            self._mods.clear()
-        return False
+@patch
+def _node_module(self: MemoryTimeline, node):
+    md = node.metadata
+    m = md.get(_NODE_KEY)
+    if m is None:
+        var = getattr(node, "variable", None)  # AccumulateGrad: the leaf it accumulates into
+        m = self._param_names.get(id(var), "") if var is not None else ""
+    return m
 
-    def _params(self):
-        ps = list(self.model.parameters()) if self.model is not None else []
-        if self.optimizer is not None: ps += [p for g in self.optimizer.param_groups for p in g["params"]]
-        return list({id(p): p for p in ps}.values())
+# %% ../nbs/00_tensor.ipynb #9395d85e
+@patch
+def _count(self: MemoryTimeline, st) -> int:
+    n = st.nbytes()
+    return -(-n // _CUDA_ROUND) * _CUDA_ROUND if st.device.type == "cuda" else n
 
-    def _baseline(self):
-        "What exists on entry: model parameters and buffers, their grads, optimizer state."
-        if self.model is not None:
-            root = type(self.model).__name__
-            self._names = {id(m): (f"{root}.{n}" if n else root) for n, m in self.model.named_modules()}
-            for n, m in self.model.named_modules():
-                for pn, p in m.named_parameters(recurse=False): self._param_names[id(p)] = self._names[id(m)]
-            for n, m in self.model.named_modules():
-                for t in list(m.parameters(recurse=False)) + list(m.buffers(recurse=False)):
-                    self._track(t, "parameter", "baseline", self._names[id(m)], "other", "baseline")
-        for p in self._params():
-            self._track(p, "parameter", "baseline", self._param_names.get(id(p), ""), "other", "baseline")
-            if p.grad is not None: self._track(p.grad, "gradient", "baseline", self._param_names.get(id(p), ""), "other", "baseline")
-        if self.optimizer is not None: self._scan_optimizer(self.optimizer, "baseline")
+@patch
+def _wanted(self: MemoryTimeline, st) -> bool:
+    d = self.device
+    if d is None: return True
+    sd = st.device
+    return sd.type == d.type and (d.index is None or sd.index == d.index)
 
-    # ---- the ledger -----------------------------------------------------------------------------
-    def _count(self, st) -> int:
-        n = st.nbytes()
-        return -(-n // _CUDA_ROUND) * _CUDA_ROUND if st.device.type == "cuda" else n
+@patch
+def _emit(self: MemoryTimeline, bytes, kind, block, phase, module, op):
+    self.total += bytes
+    e = Event(time.perf_counter() - self._t0, bytes, self.total, kind, phase, module, op, block)
+    if self._base_alloc is not None and not self._batch: self._read_allocator(e)
+    self.events.append(e)
+    return e
 
-    def _wanted(self, st) -> bool:
-        d = self.device
-        if d is None: return True
-        sd = st.device
-        return sd.type == d.type and (d.index is None or sd.index == d.index)
+@patch
+def _track(self: MemoryTimeline, t, category, kind, module, phase, op):
+    "Start tracking the storages of `t` (already-tracked ones are left alone); returns their blocks."
+    out = []
+    for st in _storages(t):
+        key = st._cdata
+        b = self._live.get(key)
+        if b is None and self._wanted(st):
+            size = self._count(st)
+            b = _Block(self._nid, st.nbytes(), size, category, list(t.shape), str(t.dtype).replace("torch.", ""),
+                       str(st.device), module, op)
+            self._nid += 1
+            self._live[key] = b
+            b.wr = weakref.ref(st, lambda _, key=key: self._freed(key))
+            if size: self._emit(size, kind, b, phase, module, op)
+        if b is not None: out.append(b)
+    return out
 
-    def _emit(self, bytes, kind, block, phase, module, op):
-        self.total += bytes
-        e = Event(time.perf_counter() - self._t0, bytes, self.total, kind, phase, module, op, block)
-        if self._base_alloc is not None and not self._batch: self._read_allocator(e)
-        self.events.append(e)
-        return e
+# %% ../nbs/00_tensor.ipynb #4baa4521
+@patch
+def _read_allocator(self: MemoryTimeline, e):
+    e.device_allocated = torch.cuda.memory_allocated(self.device) - self._base_alloc
 
-    def _track(self, t, category, kind, module, phase, op):
-        "Start tracking the storages of `t` (already-tracked ones are left alone); returns their blocks."
-        out = []
-        for st in _storages(t):
-            key = st._cdata
-            b = self._live.get(key)
-            if b is None and self._wanted(st):
-                size = self._count(st)
-                b = _Block(self._nid, st.nbytes(), size, category, list(t.shape), str(t.dtype).replace("torch.", ""),
-                           str(st.device), module, op)
-                self._nid += 1
-                self._live[key] = b
-                b.wr = weakref.ref(st, lambda _, key=key: self._freed(key))
-                if size: self._emit(size, kind, b, phase, module, op)
-            if b is not None: out.append(b)
-        return out
+@patch
+def _freed(self: MemoryTimeline, key):
+    b = self._live.pop(key, None)
+    if b is None or self._state != "recording": return
+    phase, module, op = self._where()
+    if b.size: self._emit(-b.size, "free", b, phase, module, op)
 
-    def _read_allocator(self, e):
-        e.device_allocated = torch.cuda.memory_allocated(self.device) - self._base_alloc
-
-    def _freed(self, key):
-        b = self._live.pop(key, None)
-        if b is None or self._state != "recording": return
+@patch
+def _resized(self: MemoryTimeline, st):
+    b = self._live.get(st._cdata)
+    if b is None:
+        return
+    new = self._count(st)
+    if new != b.size:
         phase, module, op = self._where()
-        if b.size: self._emit(-b.size, "free", b, phase, module, op)
+        d, b.size, b.nbytes = new - b.size, new, st.nbytes()
+        self._emit(d, "resize", b, phase, module, "resize_")
 
-    def _resized(self, st):
+@patch
+def _refine(self: MemoryTimeline, t, category):
+    "Raise the category of `t`'s tracked storages to `category` if it ranks higher."
+    for st in _storages(t):
         b = self._live.get(st._cdata)
-        if b is None:
-            return
-        new = self._count(st)
-        if new != b.size:
-            phase, module, op = self._where()
-            d, b.size, b.nbytes = new - b.size, new, st.nbytes()
-            self._emit(d, "resize", b, phase, module, "resize_")
+        if b is not None and _RANK[category] > _RANK[b.category]: b.category = category
 
-    def _refine(self, t, category):
-        "Raise the category of `t`'s tracked storages to `category` if it ranks higher."
+# %% ../nbs/00_tensor.ipynb #90a04adc
+@patch
+def tag(self: MemoryTimeline, t: torch.Tensor, category: str) -> None:
+    "Label the storages of `t` as `category` for their whole life (tracking them from now if unseen)."
+    if category not in CATEGORIES: raise ValueError(f"category: expected one of {CATEGORIES}, got {category!r}")
+    if not isinstance(t, torch.Tensor): raise ValueError(f"t: expected a torch.Tensor, got {type(t).__name__}")
+    keys = [st._cdata for st in _storages(t)]
+    if self._state == "recording":
+        phase, module, _ = self._where()
+        self._track(t, category, "alloc", module, phase, "tag")
+    known = [self._live[k] for k in keys if k in self._live and self._live[k].wr() is not None]
+    if not known and self._state != "recording":
+        raise ValueError("t: this timeline did not record the tensor's storage")
+    for b in known: b.category = category
+
+# %% ../nbs/00_tensor.ipynb #0f45ea6b
+@patch
+def _dispatch(self: MemoryTimeline, func, args, kwargs):
+    node = torch._C._current_autograd_node()
+    mutable = _MUTABLE.get(func)
+    if mutable is None: mutable = _MUTABLE[func] = func._schema.is_mutable
+    if mutable: ins = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    out = func(*args, **kwargs)
+    phase, module, prefix = self._where(node)
+    if phase == "other" and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args): phase = "forward"
+    op = func.__name__ if not prefix else f"{prefix}/{func.__name__}"
+    inkeys, n0 = None, len(self.events)
+    # an op's outputs exist together: under verify, the allocator is read once, after the last of them
+    self._batch = self._base_alloc is not None
+    for t in _leaves(out):
+        if not isinstance(t, torch.Tensor): continue
         for st in _storages(t):
-            b = self._live.get(st._cdata)
-            if b is not None and _RANK[category] > _RANK[b.category]: b.category = category
+            if st._cdata in self._live: continue
+            if inkeys is None:  # lazily: output storages that are inputs' are views/in-place, not new
+                inkeys = {s._cdata for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) for s in _storages(a)}
+            if st._cdata in inkeys and func not in (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.default): continue
+            cat = "other" if phase == "other" else "temporary"
+            self._track(t, cat, "alloc", module, phase, op)
+    if self._batch:
+        self._batch = False
+        if len(self.events) > n0: self._read_allocator(self.events[-1])
+    if mutable:
+        for t in ins:
+            for st in _storages(t): self._resized(st)
+    return out
 
-    def tag(self, t: torch.Tensor, category: str) -> None:
-        "Label the storages of `t` as `category` for their whole life (tracking them from now if unseen)."
-        if category not in CATEGORIES: raise ValueError(f"category: expected one of {CATEGORIES}, got {category!r}")
-        if not isinstance(t, torch.Tensor): raise ValueError(f"t: expected a torch.Tensor, got {type(t).__name__}")
-        keys = [st._cdata for st in _storages(t)]
-        if self._state == "recording":
-            phase, module, _ = self._where()
-            self._track(t, category, "alloc", module, phase, "tag")
-        known = [self._live[k] for k in keys if k in self._live and self._live[k].wr() is not None]
-        if not known and self._state != "recording":
-            raise ValueError("t: this timeline did not record the tensor's storage")
-        for b in known: b.category = category
+# %% ../nbs/00_tensor.ipynb #c13c72ea
+@patch
+def _fw_pre(self: MemoryTimeline, mod, args):
+    # (module path, the autograd sequence number its forward starts at)
+    self._mods.append((self._names.get(id(mod)) or type(mod).__name__, _seq_nr()))
 
-    # ---- where are we? ----------------------------------------------------------------------------
-    def _where(self, node=None):
-        "(phase, module, op prefix) of the current moment."
-        if node is None: node = torch._C._current_autograd_node()
-        if node is not None: return "backward", self._node_module(node), node.name()
-        if self._in_opt: return "optimizer", self._opt_name, ""
-        if self._mods: return "forward", self._mods[-1][0], ""
-        return "other", "", ""
+@patch
+def _fw_post(self: MemoryTimeline, mod, args, out):
+    if not self._mods: return
+    path, start = self._mods.pop()
+    # label the autograd nodes this forward created, so backward knows its module
+    stack = [t.grad_fn for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    seen = set()
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen: continue
+        seen.add(id(n))
+        try: nr = n._sequence_nr()
+        except AttributeError: continue
+        if nr < start or nr == 2**64 - 1: continue
+        n.metadata.setdefault(_NODE_KEY, path)
+        stack.extend(f for f, _ in n.next_functions)
 
-    def _node_module(self, node):
-        md = node.metadata
-        m = md.get(_NODE_KEY)
-        if m is None:
-            var = getattr(node, "variable", None)  # AccumulateGrad: the leaf it accumulates into
-            m = self._param_names.get(id(var), "") if var is not None else ""
-        return m
+# %% ../nbs/00_tensor.ipynb #3cd9e96b
+@patch
+def _grad_hook(self: MemoryTimeline, p):
+    if p.grad is not None: self._refine(p.grad, "gradient")
 
-    def _dispatch(self, func, args, kwargs):
-        node = torch._C._current_autograd_node()
-        mutable = _MUTABLE.get(func)
-        if mutable is None: mutable = _MUTABLE[func] = func._schema.is_mutable
-        if mutable: ins = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-        out = func(*args, **kwargs)
-        phase, module, prefix = self._where(node)
-        if phase == "other" and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args): phase = "forward"
-        op = func.__name__ if not prefix else f"{prefix}/{func.__name__}"
-        inkeys, n0 = None, len(self.events)
-        # an op's outputs exist together: under verify, the allocator is read once, after the last of them
-        self._batch = self._base_alloc is not None
-        for t in _leaves(out):
-            if not isinstance(t, torch.Tensor): continue
-            for st in _storages(t):
-                if st._cdata in self._live: continue
-                if inkeys is None:  # lazily: output storages that are inputs' are views/in-place, not new
-                    inkeys = {s._cdata for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) for s in _storages(a)}
-                if st._cdata in inkeys and func not in (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift.default): continue
-                cat = "other" if phase == "other" else "temporary"
-                self._track(t, cat, "alloc", module, phase, op)
-        if self._batch:
-            self._batch = False
-            if len(self.events) > n0: self._read_allocator(self.events[-1])
-        if mutable:
-            for t in ins:
-                for st in _storages(t): self._resized(st)
-        return out
+@patch
+def _opt_pre(self: MemoryTimeline, opt, args, kwargs):
+    self._in_opt += 1
+    self._opt_name = type(opt).__name__
+    for g in opt.param_groups:
+        for p in g["params"]:
+            if p.grad is not None: self._refine(p.grad, "gradient")
 
-    # ---- hooks --------------------------------------------------------------------------------------
-    def _fw_pre(self, mod, args):
-        # (module path, the autograd sequence number its forward starts at)
-        self._mods.append((self._names.get(id(mod)) or type(mod).__name__, _seq_nr()))
+@patch
+def _opt_post(self: MemoryTimeline, opt, args, kwargs):
+    self._scan_optimizer(opt, None)
+    self._in_opt = max(0, self._in_opt - 1)
 
-    def _fw_post(self, mod, args, out):
-        if not self._mods: return
-        path, start = self._mods.pop()
-        # label the autograd nodes this forward created, so backward knows its module
-        stack = [t.grad_fn for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-        seen = set()
-        while stack:
-            n = stack.pop()
-            if n is None or id(n) in seen: continue
-            seen.add(id(n))
-            try: nr = n._sequence_nr()
-            except AttributeError: continue
-            if nr < start or nr == 2**64 - 1: continue
-            n.metadata.setdefault(_NODE_KEY, path)
-            stack.extend(f for f, _ in n.next_functions)
+@patch
+def _scan_optimizer(self: MemoryTimeline, opt, kind):
+    for state in opt.state.values():
+        for v in state.values():
+            if isinstance(v, torch.Tensor):
+                if kind: self._track(v, "optimizer", kind, type(opt).__name__, "other", kind)
+                self._refine(v, "optimizer")
 
-    def _grad_hook(self, p):
-        if p.grad is not None: self._refine(p.grad, "gradient")
+# %% ../nbs/00_tensor.ipynb #10f20138
+@patch
+def _params(self: MemoryTimeline):
+    ps = list(self.model.parameters()) if self.model is not None else []
+    if self.optimizer is not None: ps += [p for g in self.optimizer.param_groups for p in g["params"]]
+    return list({id(p): p for p in ps}.values())
 
-    def _opt_pre(self, opt, args, kwargs):
-        self._in_opt += 1
-        self._opt_name = type(opt).__name__
-        for g in opt.param_groups:
-            for p in g["params"]:
-                if p.grad is not None: self._refine(p.grad, "gradient")
+@patch
+def _baseline(self: MemoryTimeline):
+    "What exists on entry: model parameters and buffers, their grads, optimizer state."
+    if self.model is not None:
+        root = type(self.model).__name__
+        self._names = {id(m): (f"{root}.{n}" if n else root) for n, m in self.model.named_modules()}
+        for n, m in self.model.named_modules():
+            for pn, p in m.named_parameters(recurse=False): self._param_names[id(p)] = self._names[id(m)]
+        for n, m in self.model.named_modules():
+            for t in list(m.parameters(recurse=False)) + list(m.buffers(recurse=False)):
+                self._track(t, "parameter", "baseline", self._names[id(m)], "other", "baseline")
+    for p in self._params():
+        self._track(p, "parameter", "baseline", self._param_names.get(id(p), ""), "other", "baseline")
+        if p.grad is not None: self._track(p.grad, "gradient", "baseline", self._param_names.get(id(p), ""), "other", "baseline")
+    if self.optimizer is not None: self._scan_optimizer(self.optimizer, "baseline")
 
-    def _opt_post(self, opt, args, kwargs):
-        self._scan_optimizer(opt, None)
-        self._in_opt = max(0, self._in_opt - 1)
+# %% ../nbs/00_tensor.ipynb #eac84d8f
+@patch
+def __enter__(self: MemoryTimeline):
+    if self._state != "new":
+        raise RuntimeError("MemoryTimeline: this timeline already recorded a region; make a new one for each `with` block")
+    if self.verify and (self.device is None or self.device.type != "cuda"):
+        raise ValueError(f"verify: needs device='cuda' (it compares with torch.cuda.memory_allocated), got device={self.device}")
+    self._state, self._t0 = "recording", time.perf_counter()
+    self._baseline()
+    # verify: the allocator's count that our running total should track, from here on
+    if self.verify: torch.cuda.synchronize(self.device); self._base_alloc = torch.cuda.memory_allocated(self.device) - self.total
+    mm = torch.nn.modules.module
+    self._handles += [mm.register_module_forward_pre_hook(self._fw_pre),
+                      mm.register_module_forward_hook(self._fw_post, always_call=True),
+                      register_optimizer_step_pre_hook(self._opt_pre),
+                      register_optimizer_step_post_hook(self._opt_post)]
+    for p in self._params():
+        if p.requires_grad: self._handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
+    self._saved = torch.autograd.graph.saved_tensors_hooks(_pack, _unpack)
+    self._saved.__enter__()
+    if not _ACTIVE: torch.UntypedStorage.resize_ = _storage_resize
+    _ACTIVE.append(self)
+    self._mode = _Mode(self)
+    self._mode.__enter__()
+    return self
 
-    def _scan_optimizer(self, opt, kind):
-        for state in opt.state.values():
-            for v in state.values():
-                if isinstance(v, torch.Tensor):
-                    if kind: self._track(v, "optimizer", kind, type(opt).__name__, "other", kind)
-                    self._refine(v, "optimizer")
+@patch
+def __exit__(self: MemoryTimeline, *exc):
+    try: self._mode.__exit__(*exc)
+    finally:
+        self._state = "done"
+        if self in _ACTIVE: _ACTIVE.remove(self)
+        if not _ACTIVE: torch.UntypedStorage.resize_ = _orig_storage_resize
+        self._saved.__exit__(*exc)
+        for h in self._handles: h.remove()
+        self._handles.clear()
+        # swap the free callbacks for plain weak references: frees after the region are not recorded
+        live = {k: b for k, b in self._live.items() if b.wr() is not None}
+        for b in live.values(): b.wr = weakref.ref(b.wr())
+        self._live = live
+        self._mods.clear()
+    return False
 
 # %% ../nbs/00_tensor.ipynb #d05613bb
 def _series(events):
@@ -399,6 +403,7 @@ def peak_by_category(self: MemoryTimeline) -> dict:
     rows = _series(self.events)
     return {c: max((r[i] for r in rows), default=0) for i, c in enumerate(CATEGORIES)}
 
+# %% ../nbs/00_tensor.ipynb #9190ef5b
 @patch
 def totals(self: MemoryTimeline, i: int | None = None) -> dict:
     "Category -> bytes live after event `i` (default: the last event)."
@@ -439,6 +444,7 @@ def _phase_runs(events):
         else: runs.append([e.phase, e.t, e.t])
     return [r for r in runs if r[0] != "other"]
 
+# %% ../nbs/00_tensor.ipynb #1d4a973f
 @patch
 def plot(self: MemoryTimeline, ax=None, title: str | None = None):
     "Stacked area of bytes by category over time (ms), phases shaded, the peak marked. Returns the figure."
@@ -487,7 +493,7 @@ def summary(self: MemoryTimeline, top: int = 8) -> Report:
     for c in CATEGORIES:
         if peaks[c] or at_peak[c] or end[c]:
             out.append(f"{c:<11}{format_bytes(peaks[c]):>12}{format_bytes(at_peak[c]):>12}{format_bytes(end[c]):>12}")
-    out += ["", f"largest tensors live at the peak:", f"{'bytes':>12}  {'category':<11}{'shape':<16}{'dtype':<10}module / op"]
+    out += ["", "largest tensors live at the peak:", f"{'bytes':>12}  {'category':<11}{'shape':<16}{'dtype':<10}module / op"]
     for e in self.live(i)[:top]:
         out.append(f"{format_bytes(e.bytes):>12}  {e.category:<11}{str(tuple(e.shape)):<16}{e.dtype:<10}{e.module or '-'} / {e.op}")
     return Report("\n".join(out))
@@ -525,42 +531,6 @@ def widget(self: MemoryTimeline):
 
 # %% ../nbs/00_tensor.ipynb #a91de4d4
 _FORMAT = "flame.MemoryTimeline"
-
-def _fsync_dir(path: Path):
-    "Make a rename in `path` durable (where the OS allows opening a folder)."
-    try: fd = os.open(path, os.O_RDONLY)
-    except OSError: return
-    try: os.fsync(fd)
-    except OSError: pass
-    finally: os.close(fd)
-
-@contextmanager
-def atomic_file(path: str | Path):
-    "Write `path` through a binary file object: a temporary file beside it, fsynced and renamed over it on success, removed on error."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0); os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)                     # the permissions a plain open() would give, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp): os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    "Write `data` to `path` atomically (see `atomic_file`): a crash leaves the old file or the new one, never half of either."
-    with atomic_file(path) as f: f.write(data.encode() if isinstance(data, str) else data)
-    return Path(path)
-
-# safetensors' dtype codes, for the readers and writers of weight files in later layers
-ST_DTYPE = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-            "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "I64": torch.int64, "I32": torch.int32,
-            "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
-ST_CODE = {v: k for k, v in ST_DTYPE.items()}
 
 @patch
 def save(self: MemoryTimeline, path: str | Path) -> Path:
@@ -653,25 +623,3 @@ def measure_overhead(step, reps: int = 7, warmup: int = 2, sync=None, **kw) -> d
         plain.append(run(False)[0]); t, n = run(True); rec.append(t)
     p, r = sorted(plain)[reps // 2], sorted(rec)[reps // 2]
     return {"plain_s": p, "recorded_s": r, "ratio": r / p, "events": n, "us_per_event": (r - p) / max(n, 1) * 1e6}
-
-# %% ../nbs/00_tensor.ipynb #8f7454a7
-def demo(out: str | Path = "runs/demo", seed: int = 0) -> MemoryTimeline:
-    "Record one training step of a small transformer block; write timeline.png, summary.txt, timeline.json into `out`."
-    import io
-    import matplotlib.pyplot as plt
-    torch.manual_seed(seed)
-    d = 128
-    model = torch.nn.Sequential(torch.nn.TransformerEncoderLayer(d, nhead=4, dim_feedforward=4 * d, batch_first=True, dropout=0.0),
-                                torch.nn.Linear(d, 16))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = torch.randn(8, 64, d), torch.randn(8, 64, 16)
-    with MemoryTimeline(model, opt) as tl: train_step(model, opt, x, y)
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    fig = tl.plot(title="transformer block + AdamW, one training step (CPU)")
-    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=100); plt.close(fig)
-    atomic_write(out / "timeline.png", buf.getvalue())
-    summary = tl.summary()
-    atomic_write(out / "summary.txt", summary + "\n")
-    tl.save(out / "timeline.json")
-    print(summary)
-    return tl

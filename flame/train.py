@@ -1,6 +1,6 @@
-"""`TrainConfig` and `train(config)`: LoRA or full fine-tuning of Flux with flow matching, AdamW on flat
-buffers, memory policy from one `budget`, samples, plots, metrics — and checkpoints that resume
-bit for bit.
+"""`TrainConfig` and `train(config)`: LoRA or full fine-tuning of any registered model family, AdamW on
+flat buffers, a memory policy from one `budget`, samples, plots, metrics — and checkpoints that
+resume bit for bit.
 
 Docs: https://flame-dev.github.io/flame/train.html.md"""
 
@@ -10,41 +10,41 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 from __future__ import annotations
 import csv, io, json, math, os, signal, time
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, asdict, replace
+from dataclasses import dataclass, asdict, field
+from typing import NamedTuple
 from pathlib import Path
 import torch
 from torch import nn, Tensor
 from PIL import Image, ImageDraw
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save
-from .tensor import MemoryTimeline, atomic_write, format_bytes, parse_size, storage_bytes
-from .autograd import GradBuffer, offload_activations
-from .kernels import adamw_
-from .streaming import stream
-from .models.flux import Flux, FluxConfig, FluxDenoiser
+from fastcore.basics import patch
+from .io import atomic_write, format_bytes, parse_size
+from .tensor import MemoryTimeline
+from .optim import FlatAdamW
+from .policy import MemoryPlan, Probe, check_budget, enforce, place, plan_memory
+from .models.layers import FAMILIES, DiffusionModel, Family, family
 from .lora import add_lora, save_lora
-from .diffusion import TimestepSampler, euler_sample, flow_matching_loss, flux_schedule
-from .data import (HashTextEncoder, ImageFolder, LatentDataset, PatchVAE, Shapes, DiffusersVAE, FluxTextEncoder,
-                        image_grid, _digest, _seed)
+from .diffusion import diffusion_loss, sample, training_timesteps
+from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
-__all__ = ['MODELS', 'DEMO_COLOURS', 'DEMO_CONCEPT', 'DEMO_PROMPTS', 'DEMO_FLUX', 'DEMO_BASE', 'POLICIES', 'TrainConfig',
-           'FlatAdamW', 'demo_data', 'cache_dir', 'demo_base', 'magenta_score', 'Run', 'setup', 'choose_policy',
-           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'TrainResult', 'train']
+__all__ = ['TrainConfig', 'Run', 'setup', 'TrainState', 'start_state', 'micro_batch', 'micro_batch_loss', 'train_step',
+           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples',
+           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'TrainResult', 'plan_run_memory', 'train']
 
-# %% ../nbs/70_train.ipynb #d2d0fa49
-MODELS = ("tiny", "flux-dev", "flux-schnell")
+# %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
 _RESUME_KEYS = ("model", "mode", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema")
 
 @dataclass
 class TrainConfig:
     "A training run. Defaults: the embedded demo (LoRA on the tiny Flux, procedural shapes, CPU-sized)."
-    model: str = "tiny"                  # tiny | flux-dev | flux-schnell
-    checkpoint: str | None = None        # base transformer (.safetensors, BFL or diffusers layout); tiny: None = the demo base
-    data: str | None = None              # folder of images + .txt captions; None = procedural shapes
-    vae: str | None = None               # AutoencoderKL folder (or diffusers model folder); None = PatchVAE (tiny only)
-    text_encoder: str | None = None      # diffusers Flux folder with T5 + CLIP; None = HashTextEncoder (tiny only)
+    model: str = "tiny"                  # a registered family (flame.models.layers.FAMILIES)
+    checkpoint: str | None = None        # the base model's weights; None: the family's default (the demo builds its own)
+    data: str | None = None              # folder of images + .txt captions; None: the family's default data (the demo's shapes)
+    vae: str | None = None               # the VAE's folder; None: the family's default (tiny: a parameter-free PatchVAE)
+    text_encoder: str | None = None      # the text encoders' folder; None: the family's default (tiny: HashTextEncoder)
     output: str = "runs/demo"
     mode: str = "lora"                   # lora | full
     steps: int = 400
@@ -53,7 +53,7 @@ class TrainConfig:
     lr: float = 3e-3
     batch_size: int = 8
     grad_accum: int = 1
-    resolution: int | None = None        # None: 32 for tiny, 512 for Flux
+    resolution: int | None = None        # None: the family's training resolution
     crop: str = "center"
     repeats: int = 1
     budget: str | int | None = None      # device bytes the run may use; None: everything resident
@@ -66,123 +66,48 @@ class TrainConfig:
     sample_every: int = 0                # 0: samples only before and after training
     sample_prompts: tuple | None = None  # None: the demo's prompts, or the first captions of the data
     sample_seeds: int = 4
-    sample_steps: int = 20
+    sample_steps: int | None = None      # None: the family's
     format: str = "kohya"
     resume: bool = False
     device: str = "auto"
     progress: bool = True
 
-    def __post_init__(self):
-        def bad(name, want): raise ValueError(f"{name}: expected {want}, got {getattr(self, name)!r}")
-        if self.model not in MODELS: bad("model", f"one of {list(MODELS)}")
-        if self.mode not in ("lora", "full"): bad("mode", "'lora' or 'full'")
-        if self.format not in ("kohya", "diffusers"): bad("format", "'kohya' or 'diffusers'")
-        if self.crop not in ("center", "random"): bad("crop", "'center' or 'random'")
-        for name in ("steps", "rank", "batch_size", "grad_accum", "repeats", "sample_seeds", "sample_steps"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1: bad(name, "an int >= 1")
-        for name in ("save_every", "sample_every", "seed"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0: bad(name, "an int >= 0")
-        if self.resolution is not None and (not isinstance(self.resolution, int) or self.resolution < 16 or self.resolution % 16):
-            bad("resolution", "a multiple of 16 (pixels)")
-        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): bad("lr", "a positive number")
-        if self.alpha is not None and not self.alpha > 0: bad("alpha", "a positive number or None")
-        if self.ema is not None and not 0 < self.ema < 1: bad("ema", "a decay in (0, 1) or None")
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0: bad("max_grad_norm", "a positive number or None")
-        if self.budget is not None: parse_size(self.budget, "budget")
-        if self.mode == "full" and self.model != "tiny": bad("mode", "'lora' for the 12B models (full fine-tuning is for small models)")
-        if self.sample_prompts is not None:
-            self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
+    def __post_init__(self): _validate(self)
 
-    @property
-    def res(self) -> int: return self.resolution or (32 if self.model == "tiny" else 512)
+# %% ../nbs/70_train.ipynb #9e97d663
+def _bad(c, name, want): raise ValueError(f"{name}: expected {want}, got {getattr(c, name)!r}")
 
-# %% ../nbs/70_train.ipynb #bc3414f8
-class FlatAdamW(torch.optim.Optimizer):
-    "AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat fp32 buffer; gradients in a `GradBuffer`."
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None):
-        params = list(params)
-        if not params: raise ValueError("params: expected at least one trainable parameter")
-        if bad := [tuple(p.shape) for p in params if p.dtype != torch.float32]:
-            raise ValueError(f"params: expected float32 parameters (train in fp32, compute in bf16 with autocast), got other dtypes for shapes {bad[:3]}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
-        self.flat = torch.cat([p.detach().reshape(-1) for p in params])
-        off = 0
-        for p in params:
-            p.data = self.flat[off:off + p.numel()].view_as(p); off += p.numel()
-        self.grads = GradBuffer(params)
-        self.state[params[0]].update(exp_avg=torch.zeros_like(self.flat), exp_avg_sq=torch.zeros_like(self.flat))
-        self.max_grad_norm, self.steps, self.grad_norm = max_grad_norm, 0, 0.0
+def _check_ints(c: TrainConfig):
+    for name in ("steps", "rank", "batch_size", "grad_accum", "repeats", "sample_seeds"):
+        v = getattr(c, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1: _bad(c, name, "an int >= 1")
+    for name in ("save_every", "sample_every", "seed"):
+        v = getattr(c, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0: _bad(c, name, "an int >= 0")
+    if c.sample_steps is not None and (not isinstance(c.sample_steps, int) or c.sample_steps < 1): _bad(c, "sample_steps", "an int >= 1 or None")
+    if c.resolution is not None and (not isinstance(c.resolution, int) or c.resolution < 16 or c.resolution % 16):
+        _bad(c, "resolution", "a multiple of 16 (pixels)")
 
-    @property
-    def moments(self) -> tuple[Tensor, Tensor]:
-        st = self.state[self.param_groups[0]["params"][0]]
-        return st["exp_avg"], st["exp_avg_sq"]
+def _validate(self: TrainConfig):
+    if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
+    for name, ok in (("mode", ("lora", "full")), ("format", ("kohya", "diffusers")), ("crop", ("center", "random"))):
+        if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
+    _check_ints(self)
+    if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
+    if self.alpha is not None and not self.alpha > 0: _bad(self, "alpha", "a positive number or None")
+    if self.ema is not None and not 0 < self.ema < 1: _bad(self, "ema", "a decay in (0, 1) or None")
+    if self.max_grad_norm is not None and not self.max_grad_norm > 0: _bad(self, "max_grad_norm", "a positive number or None")
+    if self.budget is not None: parse_size(self.budget, "budget")
+    if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
+    if self.sample_prompts is not None:
+        self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        g = self.param_groups[0]
-        self.grad_norm = self.grads.flat.norm().item()
-        if self.max_grad_norm is not None and self.grad_norm > self.max_grad_norm: self.grads.flat.mul_(self.max_grad_norm / self.grad_norm)
-        self.steps += 1
-        adamw_(self.flat, self.grads.flat, *self.moments, step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"])
+@patch(as_prop=True)
+def res(self: TrainConfig) -> int: return self.resolution or family(self.model).resolution
+@patch(as_prop=True)
+def n_sample_steps(self: TrainConfig) -> int: return self.sample_steps or family(self.model).sample_steps
 
-    def zero_grad(self, set_to_none: bool = False): self.grads.zero_()
-
-# %% ../nbs/70_train.ipynb #54f8471b
-DEMO_COLOURS = ("red", "green", "blue", "yellow", "cyan")
-DEMO_CONCEPT = "magenta"
-DEMO_PROMPTS = ("a magenta circle", "a magenta square", "a magenta triangle", "a red circle", "a blue square")
-DEMO_FLUX = FluxConfig.tiny(in_channels=48, out_channels=48)
-DEMO_BASE = dict(mode="full", steps=1000, batch_size=16, lr=1e-3, save_every=0, sample_prompts=("a red circle", "a green square", "a blue triangle", "a yellow circle", "a cyan square"))
-
-def demo_data(size: int = 32, base: bool = False) -> Shapes:
-    "The demo's procedural data: the base's five colours, or (for the LoRA) those plus the concept, oversampled 3×."
-    if base: return Shapes(n=240, size=size, colours=DEMO_COLOURS)
-    return Shapes(n=240, size=size, colours=(*DEMO_COLOURS, DEMO_CONCEPT), repeats={DEMO_CONCEPT: 3})
-
-def cache_dir() -> Path:
-    "Where FLAME keeps what it builds once: `$FLAME_CACHE`, else `~/.cache/flame`."
-    return Path(os.environ.get("FLAME_CACHE") or Path.home() / ".cache" / "flame")
-
-def demo_base(progress: bool = True) -> Path:
-    "The demo's base model (tiny Flux trained on five colours), built reproducibly on first use; returns its .safetensors path."
-    recipe = TrainConfig(**DEMO_BASE, output="", progress=progress)
-    key = _digest(json.dumps({k: v for k, v in asdict(recipe).items() if k not in ("output", "progress")}, sort_keys=True), DEMO_FLUX, DEMO_COLOURS)
-    run = cache_dir() / f"demo-base-{key[:12]}"
-    if not (run / "model.safetensors").exists():
-        print(f"building the demo base model once (full fine-tune of a seeded tiny Flux on {', '.join(DEMO_COLOURS)} shapes) in {run}")
-        train(replace(recipe, output=str(run), resume=_last_checkpoint(run) is not None), model=_seeded_flux(DEMO_FLUX, recipe.seed),
-              data=demo_data(base=True))
-    return run / "model.safetensors"
-
-def _seeded_flux(config: FluxConfig, seed: int) -> Flux:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return Flux(config)
-
-# %% ../nbs/70_train.ipynb #c95d5f8f
-def magenta_score(images: Tensor) -> Tensor:
-    "Per image (B, 3, H, W) in [0, 1]: mean of relu(min(R, B) − G)."
-    r, g, b = images[:, 0], images[:, 1], images[:, 2]
-    return (torch.minimum(r, b) - g).clamp(min=0).mean((1, 2))
-
-# %% ../nbs/70_train.ipynb #ff164b35
-_SHAPE_FIELDS = ("in_channels", "hidden_size", "depth", "depth_single_blocks", "context_in_dim", "vec_in_dim", "guidance_embed")
-
-def _check_model(config: TrainConfig, flux: FluxConfig, vae, text, source: str):
-    if config.model != "tiny":
-        want = (FluxConfig.dev() if config.model == "flux-dev" else FluxConfig.schnell())
-        for f in _SHAPE_FIELDS:
-            if getattr(flux, f) != getattr(want, f):
-                raise ValueError(f"checkpoint: {source} is not a {config.model} transformer ({f} is {getattr(flux, f)}, {config.model} has {getattr(want, f)})")
-    for what, got, need in (("latent channels per token (4 × the VAE's channels)", flux.in_channels, 4 * vae.channels),
-                            ("text context width (the T5 width)", flux.context_in_dim, text.dim),
-                            ("pooled text width (the CLIP width)", flux.vec_in_dim, text.pooled_dim)):
-        if got != need: raise ValueError(f"checkpoint: {source} takes {got} {what}, but the encoders give {need}: the model and the encoders do not belong together")
-
+# %% ../nbs/70_train.ipynb #5658c390
 def _device(name: str) -> torch.device:
     if name == "auto": return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try: d = torch.device(name)
@@ -190,65 +115,49 @@ def _device(name: str) -> torch.device:
     if d.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"device: {name!r} requested, but no CUDA device is available")
     return d
 
+def _check_encoders(model, vae, text, source: str):
+    for what, got, need in (("latent channels (the VAE's)", model.latent_channels, vae.channels),
+                            ("text context width (the text encoder's)", model.text_dims["context"], text.dim),
+                            ("pooled text width (the text encoder's)", model.text_dims["pooled"], text.pooled_dim)):
+        if got != need: raise ValueError(f"checkpoint: {source} takes {got} {what}, but the encoders give {need}: the model and the encoders do not belong together")
+
+def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[DiffusionModel, str]:
+    "The run's model and a name of its base (what a resumed run must continue from)."
+    if model is not None:
+        if not isinstance(model, DiffusionModel):
+            if fam.wrap is None: raise ValueError(f"model: expected a DiffusionModel of the {c.model} family, got {type(model).__name__}")
+            model = fam.wrap(model)
+        return model, f"{type(model.net).__name__}({c.model})"
+    if c.checkpoint is not None and not Path(c.checkpoint).exists(): raise ValueError(f"checkpoint: {c.checkpoint} does not exist")
+    try: model = fam.load(c.checkpoint, vae=vae, text_encoder=text, device=device, seed=c.seed)
+    except (OSError, SafetensorError, json.JSONDecodeError) as err: raise ValueError(f"checkpoint: cannot read {c.checkpoint} as safetensors ({err})") from None
+    return model, str(c.checkpoint) if c.checkpoint is not None else getattr(model, "origin", c.model)
+
+# %% ../nbs/70_train.ipynb #12f3a94e
 @dataclass
 class Run:
     "Everything `train` needs, loaded and checked."
     config: TrainConfig
     device: torch.device
+    family: Family
     data: LatentDataset
-    model: Flux
+    model: DiffusionModel
     base: str
     out: Path
     resume_from: Path | None
 
-def _encoders(c: TrainConfig, device, dtype):
-    if c.model != "tiny" and (c.vae is None or c.text_encoder is None):
-        raise ValueError(f"vae, text_encoder: --model {c.model} needs --vae and --text-encoder (a diffusers Flux folder, e.g. FLUX.1-dev, holds both)")
-    vae = PatchVAE(2) if c.vae is None else DiffusersVAE(c.vae, device=device, dtype=dtype)
-    text = HashTextEncoder() if c.text_encoder is None else FluxTextEncoder(c.text_encoder, device=device, dtype=dtype)
-    return vae, text
+def _adapt(c: TrainConfig, model: DiffusionModel):
+    "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all in fp32 for a full fine-tune."
+    if c.mode == "full": model.net.float().requires_grad_(True); return
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_seed("lora", c.seed) % 2**31)
+        add_lora(model.net, rank=c.rank, alpha=c.alpha, dtype=torch.float32)
 
-def _load_model(c: TrainConfig, vae, text, model: Flux | None) -> tuple[Flux, str]:
-    if model is not None:
-        if not isinstance(model, Flux): raise ValueError(f"model: expected a flame Flux, got {type(model).__name__}")
-        _check_model(c, model.config, vae, text, "the model passed in"); return model, f"{type(model).__name__}({c.model})"
-    if c.checkpoint is not None:
-        path = Path(c.checkpoint)
-        if not path.exists(): raise ValueError(f"checkpoint: {path} does not exist")
-        try: flux = Flux.from_safetensors(path, dtype=torch.float32 if c.model == "tiny" else torch.bfloat16)
-        except (OSError, SafetensorError, json.JSONDecodeError) as err: raise ValueError(f"checkpoint: cannot read {path} as safetensors ({err})") from None
-        _check_model(c, flux.config, vae, text, str(path)); return flux, str(path)
-    if c.model != "tiny": raise ValueError(f"checkpoint: --model {c.model} needs --checkpoint (the transformer's .safetensors, BFL or diffusers layout)")
-    if isinstance(vae, PatchVAE) and isinstance(text, HashTextEncoder):
-        path = demo_base(progress=c.progress)
-        return Flux.from_safetensors(path), str(path)
-    cfg = FluxConfig.tiny(in_channels=4 * vae.channels, out_channels=4 * vae.channels, context_in_dim=text.dim, vec_in_dim=text.pooled_dim)
-    return _seeded_flux(cfg, c.seed), f"tiny Flux, random init (seed {c.seed})"
-
-def setup(config: TrainConfig, *, model: Flux | None = None, data=None) -> Run:
-    "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
-    c, out = config, Path(config.output)
-    device = _device(c.device)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    if data is None: data = ImageFolder(c.data, repeats=c.repeats) if c.data is not None else demo_data(c.res)
-    vae, text = _encoders(c, device, dtype)
-    flux, base = _load_model(c, vae, text, model)
-    res = c.res
-    step = 64 if res % 64 == 0 and res >= 256 else res
-    ds = LatentDataset(data, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed,
-                       cache_dir=None if isinstance(vae, PatchVAE) and isinstance(text, HashTextEncoder) else out / "cache")
-    if c.mode == "lora":
-        with torch.random.fork_rng(devices=[]):                    # the LoRA's init is a function of the seed
-            torch.manual_seed(_seed("lora", c.seed) % 2**31)
-            add_lora(flux, rank=c.rank, alpha=c.alpha, dtype=torch.float32)
-    else: flux.float().requires_grad_(True)
-    resume_from = _check_resume(c, out, flux, base) if c.resume else None
-    if not c.resume and (last := _last_checkpoint(out)) is not None:
-        meta = _checkpoint_meta(last)
-        if meta["step"] < meta["config"]["steps"]:
-            raise ValueError(f"output: {out} holds an unfinished run (stopped at step {meta['step']} of {meta['config']['steps']}); "
-                             "pass --resume to continue it, or choose another --output")
-    return Run(c, device, ds, flux, base, out, resume_from)
+def _data(c: TrainConfig, fam: Family, data):
+    if data is not None: return data
+    if c.data is not None: return ImageFolder(c.data, repeats=c.repeats)
+    if fam.data is None: raise ValueError(f"data: --model {c.model} needs --data (a folder of images with .txt captions)")
+    return fam.data(c.res)
 
 # %% ../nbs/70_train.ipynb #eb091463
 def _signature(names_shapes) -> str: return _digest(json.dumps(names_shapes))[:16]
@@ -270,7 +179,7 @@ def _checkpoint_meta(path: Path) -> dict:
     except (OSError, SafetensorError, KeyError, TypeError, json.JSONDecodeError) as err:
         raise ValueError(f"resume: {path} is not a FLAME training checkpoint ({type(err).__name__}: {err})") from None
 
-def _check_resume(c: TrainConfig, out: Path, flux: Flux, base: str) -> Path:
+def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
     last = _last_checkpoint(out)
     if last is None: raise ValueError(f"resume: no checkpoint in {out / 'checkpoints'} (nothing to resume; drop --resume to start)")
     meta = _checkpoint_meta(last)
@@ -286,55 +195,117 @@ def _save_checkpoint(path: Path, opt: FlatAdamW, ema: Tensor | None, gen: torch.
     if ema is not None: tensors["ema"] = ema
     atomic_write(path, save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata={"flame.train": json.dumps(meta)}))
 
-# %% ../nbs/70_train.ipynb #ba14a44f
-POLICIES = ("resident", "checkpoint", "offload", "stream")
+# %% ../nbs/70_train.ipynb #a6edd8b0
+def _refuse_unfinished(c: TrainConfig, out: Path):
+    if not c.resume and (last := _last_checkpoint(out)) is not None:
+        meta = _checkpoint_meta(last)
+        if meta["step"] < meta["config"]["steps"]:
+            raise ValueError(f"output: {out} holds an unfinished run (stopped at step {meta['step']} of {meta['config']['steps']}); "
+                             "pass --resume to continue it, or choose another --output")
 
-def _frozen_unit_params(model: Flux) -> list[nn.Parameter]:
-    "The weights streaming would move: frozen parameters of the model's blocks."
-    return [p for u in model.stream_units() for p in u.parameters() if not p.requires_grad]
+def setup(config: TrainConfig, *, model=None, data=None) -> Run:
+    "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
+    c, out = config, Path(config.output)
+    device, fam = _device(c.device), family(c.model)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    vae, text = fam.vae(c.vae, device=device, dtype=dtype), fam.text_encoder(c.text_encoder, device=device, dtype=dtype)
+    model, base = _load_model(c, fam, vae, text, device, model)
+    _check_encoders(model, vae, text, base)
+    source = _data(c, fam, data)
+    res = c.res
+    step = 64 if res % 64 == 0 and res >= 256 else res
+    cached = c.vae is not None or c.text_encoder is not None            # real encoders: encode once, to the run's cache
+    ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
+    _adapt(c, model)
+    check_budget(model, c.budget)
+    resume_from = _check_resume(c, out, base) if c.resume else None
+    _refuse_unfinished(c, out)
+    return Run(c, device, fam, ds, model, base, out, resume_from)
 
-def _peak(step, device, model, opt) -> int:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device); torch.cuda.reset_peak_memory_stats(device)
-        step(); torch.cuda.synchronize(device)
-        return torch.cuda.max_memory_allocated(device)
-    with MemoryTimeline(model, opt, device=device) as tl: step()
-    return tl.peak
+# %% ../nbs/70_train.ipynb #89ae9337
+@dataclass
+class TrainState:
+    "What changes as a run trains: optimizer, EMA, the noise generator, the history, the step."
+    opt: FlatAdamW
+    ema: Tensor | None
+    gen: torch.Generator
+    meta: dict
+    history: list = field(default_factory=list)
+    step: int = 0
+    last_checkpoint: Path | None = None
 
-def choose_policy(budget, model: Flux, opt: FlatAdamW, probe, device, store=None, log=print) -> tuple[str, dict]:
-    "The first of POLICIES whose measured step fits `budget` bytes, applied to `model`; and the measurements (bytes)."
-    budget = parse_size(budget, "budget")
-    frozen = sum(p.numel() * p.element_size() for p in _frozen_unit_params(model))
-    measured = {"budget": budget, "frozen": frozen, "state": storage_bytes(opt.flat, *opt.moments, opt.grads.flat)}
-    if frozen + measured["state"] < budget:
-        for policy in POLICIES[:3 if device.type == "cuda" else 2]:
-            model.checkpointing = policy != "resident"
-            measured[policy] = _peak(lambda: probe(policy), device, model, opt)
-            if measured[policy] <= budget: break
-        else: policy = "stream"
-    else: policy = "stream"
-    if policy == "stream":
-        model.checkpointing = True
-        stream(model, device=device, budget=budget - measured["state"], store=store, example_inputs=probe.inputs, step=probe.stream_step)
-        opt.zero_grad()          # the planner's probe puts back copies of the gradients; point them at the flat buffer again
-    log("memory: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in measured.items()) + f" -> {policy}")
-    return policy, measured
+def _resume(run: Run, st: TrainState):
+    ck, cmeta = load_file(run.resume_from), _checkpoint_meta(run.resume_from)
+    if cmeta["signature"] != st.meta["signature"] or ck["params"].numel() != st.opt.flat.numel():
+        raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
+    with torch.no_grad():
+        st.opt.flat.copy_(ck["params"]); st.opt.moments[0].copy_(ck["exp_avg"]); st.opt.moments[1].copy_(ck["exp_avg_sq"])
+        if st.ema is not None: st.ema.copy_(ck["ema"])
+    st.gen.set_state(ck["rng"]); st.step = st.opt.steps = cmeta["step"]
+    st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=0) for i, (l, gn, s) in enumerate(ck["history"].tolist())]
+    st.last_checkpoint = run.resume_from
+
+def start_state(run: Run) -> TrainState:
+    "The optimizer over the trainable parameters (moved to the device), EMA and generator: fresh, or resumed."
+    c = run.config
+    place(run.model, run.device, c.budget)                # before the optimizer: its flat buffers are made where the parameters are
+    named = _trainable(run.model.net)
+    opt = FlatAdamW([p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
+    meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
+    st = TrainState(opt, opt.flat.clone() if c.ema else None, torch.Generator().manual_seed(_seed("noise", c.seed) % 2**63), meta)
+    if run.resume_from is not None: _resume(run, st)
+    return st
+
+# %% ../nbs/70_train.ipynb #b0ced276
+def micro_batch(run: Run, n: int) -> dict:
+    "The `n`-th micro-batch of the run (0-based): epoch n // batches-per-epoch, its n-th batch."
+    ds, bs = run.data, run.config.batch_size
+    per_epoch = len(ds.batches(0, bs))
+    e, k = divmod(n, per_epoch)
+    cache = run.__dict__.setdefault("_epoch", {})
+    if e not in cache: cache.clear(); cache[e] = ds.batches(e, bs)
+    return ds.collate(cache[e][k], e)
+
+def micro_batch_loss(run: Run, batch: dict, gen: torch.Generator, accum: int = 1) -> Tensor:
+    "The objective on `batch`, with noise and timesteps from `gen`, divided by `accum` (the micro-batches per step)."
+    model, device = run.model, run.device
+    x0 = batch["latents"].to(device)
+    t = training_timesteps(model.schedule, x0.shape[0], latent_size=tuple(x0.shape[-2:]), generator=gen, device=device)
+    noise = torch.randn(x0.shape, generator=gen).to(device)
+    cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled")}, guidance=run.config.guidance)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        return diffusion_loss(model, x0, t, noise=noise, **cond) / accum
+
+def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float:
+    "One optimizer step (1-based `step`): grad_accum micro-batches, finite check, clip + AdamW, EMA; returns the loss."
+    c, total = run.config, 0.0
+    for k in range(c.grad_accum):
+        with memory.activations():
+            loss = micro_batch_loss(run, micro_batch(run, (step - 1) * c.grad_accum + k), st.gen, c.grad_accum)
+            loss.backward()
+        total += loss.item()
+    if not math.isfinite(total):
+        where = f"the last good checkpoint is {st.last_checkpoint}" if st.last_checkpoint else "no checkpoint was written yet"
+        raise FloatingPointError(f"loss is {total} at step {step}: training stopped; {where} (lower --lr, then --resume)")
+    st.opt.step(); st.opt.zero_grad()
+    if st.ema is not None: st.ema.lerp_(st.opt.flat, 1 - c.ema)
+    st.step = step
+    return total
 
 # %% ../nbs/70_train.ipynb #805b9348
 @torch.no_grad()
-def sample_images(model: Flux, data: LatentDataset, context: Tensor, pooled: Tensor, *, seeds: int = 4, steps: int = 20,
-                  guidance: float = 1.0, device="cpu", autocast: bool = False) -> Tensor:
-    "(len(prompts) · seeds, 3, H, W) images in [0, 1]: prompt-major, seeds 0…seeds-1, Euler; `guidance` if the model is distilled."
+def sample_images(model: DiffusionModel, data: LatentDataset, context: Tensor, pooled: Tensor, *, seeds: int = 4, steps: int = 20,
+                  guidance: float | None = None, device="cpu", autocast: bool = False) -> Tensor:
+    "(len(prompts) · seeds, 3, H, W) images in [0, 1]: prompt-major, seeds 0…seeds-1; `guidance` if the model is distilled."
     P, f = context.shape[0], data.vae.factor
     w, h = max(data.buckets, key=lambda b: b[0] * b[1] - abs(b[0] - b[1]))       # the squarest largest bucket
     noise = torch.stack([torch.randn(data.vae.channels, h // f, w // f, generator=torch.Generator().manual_seed(s)) for s in range(seeds)])
     x = noise.repeat(P, 1, 1, 1).to(device)
-    ctx, y = context.to(device).repeat_interleave(seeds, 0), pooled.to(device).repeat_interleave(seeds, 0)
-    shift = 1.0 if model.config.hidden_size < 1024 else "flux"
-    times = flux_schedule(steps, (h // f // 2) * (w // f // 2), shift=shift)
+    cond = model.condition({"context": context.to(device).repeat_interleave(seeds, 0), "pooled": pooled.to(device).repeat_interleave(seeds, 0)},
+                           guidance=guidance)
     was = model.training; model.eval()
-    with torch.autocast(device.type if isinstance(device, torch.device) else str(device).split(":")[0], dtype=torch.bfloat16, enabled=autocast):
-        lat = euler_sample(FluxDenoiser(model), x, times, ctx, guidance=guidance if model.config.guidance_embed else None, y=y)
+    with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=autocast):
+        lat = sample(model, x, steps, cond)
     model.train(was)
     return data.decode(lat.float())
 
@@ -355,6 +326,7 @@ def _png(image: Image.Image, path: Path) -> Path:
 def _figure_png(fig, path: Path) -> Path:
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=80); return atomic_write(path, buf.getvalue())
 
+# %% ../nbs/70_train.ipynb #7fb01cad
 def plot_losses(history: list, title: str = "training loss"):
     "The loss per step and its running mean (a matplotlib Figure, no pyplot state)."
     from matplotlib.figure import Figure
@@ -376,7 +348,76 @@ def read_metrics(path) -> list[dict]:
     "The rows of a run's metrics.csv, with numbers parsed (losses exactly: they are written with repr)."
     with open(path) as f: return [{k: (int(v) if k in ("step", "mem_bytes") else float(v)) for k, v in r.items()} for r in csv.DictReader(f)]
 
-# %% ../nbs/70_train.ipynb #85274be7
+# %% ../nbs/70_train.ipynb #ec1d1a7b
+class Prompts(NamedTuple):
+    "The run's sample prompts and their text embeddings."
+    texts: tuple
+    context: Tensor
+    pooled: Tensor
+
+def start_output(run: Run, log=print) -> Prompts:
+    "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."
+    c, out, ds = run.config, run.out, run.data
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    if run.resume_from is None:                  # a fresh start over a finished run (setup refuses unfinished ones)
+        for old in _checkpoints(out): old.unlink()
+    atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
+    if ds.cache_dir is not None:
+        counts = ds.prepare(progress=c.progress)
+        log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
+            f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
+    prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
+    return Prompts(prompts, *ds.text(list(prompts)))
+
+def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: str) -> Tensor:
+    "A labelled grid of samples (EMA weights after the start, if any) to samples/NAME.png."
+    c = run.config
+    swap = st.ema is not None and name != "before"
+    if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
+    imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
+                         guidance=run.family.guidance or c.guidance, device=run.device, autocast=run.device.type == "cuda")
+    if swap: st.opt.flat.copy_(saved)
+    _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
+    return imgs
+
+# %% ../nbs/70_train.ipynb #5612df05
+def save_checkpoint(run: Run, st: TrainState) -> Path:
+    "Checkpoint the state at its step (keeping the last two) and rewrite metrics.csv."
+    path = run.out / "checkpoints" / f"step-{st.step:06d}.safetensors"
+    _save_checkpoint(path, st.opt, st.ema, st.gen, st.history, {**st.meta, "step": st.step})
+    for old in _checkpoints(run.out)[:-2]: old.unlink()
+    _write_metrics(run.out / "metrics.csv", st.history)
+    st.last_checkpoint = path
+    return path
+
+def finish(run: Run, st: TrainState) -> Path:
+    "Write the trained weights (EMA if any): lora.safetensors, or model.safetensors in the loaded layout; metrics; loss plot."
+    c = run.config
+    if st.ema is not None: st.opt.flat.copy_(st.ema)
+    if c.mode == "lora": weights = save_lora(run.model.net, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
+    else: weights = run.model.save(run.out / "model.safetensors")
+    _write_metrics(run.out / "metrics.csv", st.history)
+    if st.history: _figure_png(plot_losses(st.history, f"{c.mode} · {c.model} · {st.step} steps"), run.out / "loss.png")
+    return weights
+
+def _mem(device) -> int:
+    if device.type == "cuda": return torch.cuda.max_memory_allocated(device)
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") if Path("/proc/self/statm").exists() else 0
+
+def log_step(run: Run, st: TrainState, loss: float, t0: float, bar):
+    "Append the step to the history and the progress bar."
+    st.history.append(dict(step=st.step, loss=loss, grad_norm=st.opt.grad_norm, lr=run.config.lr, seconds=time.perf_counter() - t0,
+                           mem_bytes=_mem(run.device)))
+    bar.update(1); bar.set_postfix(loss=f"{loss:.4f}", mem=format_bytes(st.history[-1]["mem_bytes"]), refresh=False)
+
+def record_first_step(run: Run, st: TrainState, memory: MemoryPlan, timeline: MemoryTimeline):
+    "Plot and save the first step's memory timeline, and hold the run to its budget."
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(9, 3.6)); timeline.plot(fig.subplots(), title=f"memory of training step {st.step} ({run.device}, policy: {memory.policy})")
+    _figure_png(fig, run.out / "memory.png"); timeline.save(run.out / "memory.json")
+    enforce(memory, torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else timeline.peak, st.step)
+
+# %% ../nbs/70_train.ipynb #96e2bb4d
 @dataclass
 class TrainResult:
     "What a run left behind."
@@ -389,36 +430,26 @@ class TrainResult:
     interrupted: bool = False
     seconds: float = 0.0
 
-class _Probe:
-    "One training step's forward + backward on a fixed batch, for measuring memory (no update; gradients zeroed after)."
-    def __init__(self, loss_fn, batch, opt):
-        self.loss_fn, self.batch, self.opt, self.inputs = loss_fn, batch, opt, (batch,)
-    def __call__(self, policy):
-        with offload_activations() if policy == "offload" else nullcontext():
-            self.loss_fn(self.batch, torch.Generator().manual_seed(0), 1).backward()
-        self.opt.zero_grad()
-    def stream_step(self, model, inputs):
-        "The step `flame.streaming.plan` times (it restores gradients itself)."
-        self.loss_fn(inputs[0], torch.Generator().manual_seed(0), 1).backward()
+def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
+    "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file in its cache)."
+    batch = micro_batch(run, 0)
+    probe = Probe(lambda: micro_batch_loss(run, batch, torch.Generator().manual_seed(0)), st.opt)
+    store = run.out / "cache" / "stream-store.safetensors" if run.device.type == "cpu" else None
+    memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
+    if memory.budget is not None: log(f"memory: {memory}")
+    return memory
 
-def _mem(device) -> int:
-    if device.type == "cuda": return torch.cuda.max_memory_allocated(device)
-    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") if Path("/proc/self/statm").exists() else 0
+@contextmanager
+def _sigint():
+    "Inside: Ctrl-C appends to the yielded list instead of raising (when this is the main thread)."
+    stop, old = [], None
+    try: old = signal.signal(signal.SIGINT, lambda signum, frame: stop.append(signum))
+    except ValueError: pass                                       # not the main thread: Ctrl-C is the caller's business
+    try: yield stop
+    finally:
+        if old is not None: signal.signal(signal.SIGINT, old)
 
-def _place(model: Flux, device, budget):
-    "Move `model` to `device` — except, when the frozen block weights alone exceed `budget`, those (streaming will move them)."
-    frozen = _frozen_unit_params(model)
-    train_bytes = 16 * sum(p.numel() for p in model.parameters() if p.requires_grad)     # fp32 param, grad, 2 moments
-    if budget is None or sum(p.numel() * p.element_size() for p in frozen) + train_bytes < parse_size(budget, "budget"):
-        return model.to(device)
-    skip = {id(p) for p in frozen}
-    for p in model.parameters():
-        if id(p) not in skip: p.data = p.data.to(device)
-    for m in model.modules():
-        for k, b in m._buffers.items():
-            if b is not None: m._buffers[k] = b.to(device)
-    return model
-
+# %% ../nbs/70_train.ipynb #45dcaab9
 @contextmanager
 def _threads(n: int | None):
     "Use `n` intra-op CPU threads inside (None: leave torch's setting)."
@@ -427,145 +458,35 @@ def _threads(n: int | None):
     try: yield
     finally: torch.set_num_threads(was)
 
-def train(config: TrainConfig, *, model: Flux | None = None, data=None) -> TrainResult:
+# %% ../nbs/70_train.ipynb #85274be7
+def train(config: TrainConfig, *, model=None, data=None) -> TrainResult:
     "Run `config` (optionally on a given `model` and data `source`); see the notebook for what it writes."
     t_start = time.perf_counter()
     run = setup(config, model=model, data=data)
-    tiny_cpu = run.device.type == "cpu" and run.model.config.hidden_size <= 256
-    with _threads(1 if tiny_cpu else None): return _train(run, t_start)
+    small = run.device.type == "cpu" and sum(p.numel() for p in run.model.parameters()) < 1_000_000
+    with _threads(1 if small else None): return _train(run, t_start)
 
 def _train(run: Run, t_start: float) -> TrainResult:
-    c, out, ds, flux, device = run.config, run.out, run.data, run.model, run.device
-    log = print
-    # ---- everything validated: from here on we write
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "checkpoints").mkdir(exist_ok=True)
-    if run.resume_from is None:                  # a fresh start over a finished run (setup refuses unfinished ones)
-        for old in _checkpoints(out): old.unlink()
-    atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
-    if ds.cache_dir is not None:
-        counts = ds.prepare(progress=c.progress)
-        log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
-            f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
-    prompts = c.sample_prompts or (DEMO_PROMPTS if isinstance(ds.source, Shapes) and DEMO_CONCEPT in ds.source.colours
-                                    else tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4])
-    p_context, p_pooled = ds.text(list(prompts))
-
-    _place(flux, device, c.budget)
-    flux.train()
-    names = [(n, list(p.shape)) for n, p in _trainable(flux)]
-    opt = FlatAdamW([p for _, p in _trainable(flux)], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
-    ema = opt.flat.clone() if c.ema else None
-    gen = torch.Generator().manual_seed(_seed("noise", c.seed) % 2**63)
-    sampler = TimestepSampler(shift=1.0 if c.model == "tiny" else "flux")
-    denoiser, autocast = FluxDenoiser(flux), device.type == "cuda"
-    guidance = c.guidance if flux.config.guidance_embed else None
-    n_batches = len(ds.batches(0, c.batch_size))
-    epochs = {}
-
-    def batch_at(micro: int) -> dict:
-        e, k = divmod(micro, n_batches)
-        if e not in epochs: epochs.clear(); epochs[e] = ds.batches(e, c.batch_size)
-        return ds.collate(epochs[e][k], e)
-
-    def loss_of(batch, g, accum):
-        x0 = batch["latents"].to(device)
-        B, (h, w) = x0.shape[0], x0.shape[-2:]
-        t = sampler(B, seq_len=(h // 2) * (w // 2), generator=g).to(device)
-        noise = torch.randn(x0.shape, generator=g).to(device)
-        cond = {"y": batch["pooled"].to(device)}
-        if guidance is not None: cond["guidance"] = torch.full((B,), guidance, device=device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
-            loss = flow_matching_loss(denoiser, x0, t, batch["context"].to(device), noise=noise, **cond)
-        return loss / accum
-
-    # ---- resume or start
-    history, start = [], 0
-    meta = {"signature": _signature(names), "base": run.base, "config": asdict(c)}
-    if run.resume_from is not None:
-        ck, cmeta = load_file(run.resume_from), _checkpoint_meta(run.resume_from)
-        if cmeta["signature"] != meta["signature"] or ck["params"].numel() != opt.flat.numel():
-            raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {meta['signature']})")
-        with torch.no_grad():
-            opt.flat.copy_(ck["params"]); opt.moments[0].copy_(ck["exp_avg"]); opt.moments[1].copy_(ck["exp_avg_sq"])
-            if ema is not None: ema.copy_(ck["ema"])
-        gen.set_state(ck["rng"]); start = opt.steps = cmeta["step"]
-        history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=c.lr, seconds=s, mem_bytes=0) for i, (l, gn, s) in enumerate(ck["history"].tolist())]
-        log(f"resuming {out} from step {start} ({run.resume_from.name})")
-
-    policy, measured = "resident", {}
-    if c.budget is not None:
-        probe = _Probe(loss_of, batch_at(0), opt)
-        store = out / "cache" / "stream-store.safetensors" if device.type == "cpu" else None   # CUDA streams from a pinned host pool
-        policy, measured = choose_policy(c.budget, flux, opt, probe, device, store=store, log=log)
-
-    def save_samples(name, title):
-        swap = ema is not None and name != "before"
-        if swap: saved = opt.flat.clone(); opt.flat.copy_(ema)
-        imgs = sample_images(flux, ds, p_context, p_pooled, seeds=c.sample_seeds, steps=c.sample_steps,
-                             guidance=3.5 if c.model == "flux-dev" else c.guidance, device=device, autocast=autocast)
-        if swap: opt.flat.copy_(saved)
-        _png(labelled_grid(imgs, prompts, c.sample_seeds, title), out / "samples" / f"{name}.png")
-        return imgs
-
-    def checkpoint(step):
-        path = out / "checkpoints" / f"step-{step:06d}.safetensors"
-        _save_checkpoint(path, opt, ema, gen, history, {**meta, "step": step})
-        for old in _checkpoints(out)[:-2]: old.unlink()
-        _write_metrics(out / "metrics.csv", history)
-        return path
-
-    def finish(step, interrupted=False):
-        weights = out / ("lora.safetensors" if c.mode == "lora" else "model.safetensors")
-        if ema is not None: opt.flat.copy_(ema)
-        if c.mode == "lora": save_lora(flux, weights, c.format, base_model=run.base, steps=step)
-        else: flux.save_safetensors(weights)
-        _write_metrics(out / "metrics.csv", history)
-        if history: _figure_png(plot_losses(history, f"{c.mode} · {c.model} · {step} steps"), out / "loss.png")
-        return weights
-
-    if start == 0: save_samples("before", "before training (step 0)")
-    if device.type == "cuda": torch.cuda.reset_peak_memory_stats(device)      # metrics' mem_bytes: the training steps' peak
-    stop, old_handler = [], None
-    def on_sigint(signum, frame): stop.append(signum)
-    try: old_handler = signal.signal(signal.SIGINT, on_sigint)
-    except ValueError: pass                                       # not the main thread: Ctrl-C is the caller's business
-
     from tqdm import tqdm
-    bar = tqdm(total=c.steps, initial=start, disable=not c.progress, desc=f"{c.mode} {c.model}", dynamic_ncols=True)
-    last_ck, t0, step = run.resume_from, time.perf_counter() - (history[-1]["seconds"] if history else 0.0), start
-    try:
-        for step in range(start + 1, c.steps + 1):
-            timeline = MemoryTimeline(flux, opt, device=device) if step == start + 1 else nullcontext()
-            with timeline:
-                total = 0.0
-                for k in range(c.grad_accum):
-                    with offload_activations() if policy == "offload" else nullcontext():
-                        loss = loss_of(batch_at((step - 1) * c.grad_accum + k), gen, c.grad_accum)
-                        loss.backward()
-                    total += loss.item()
-                if not math.isfinite(total):
-                    where = f"the last good checkpoint is {last_ck}" if last_ck else "no checkpoint was written yet"
-                    raise FloatingPointError(f"loss is {total} at step {step}: training stopped; {where} "
-                                             f"(lower --lr, then --resume)")
-                opt.step(); opt.zero_grad()
-                if ema is not None: ema.lerp_(opt.flat, 1 - c.ema)
-            if isinstance(timeline, MemoryTimeline):
-                from matplotlib.figure import Figure
-                fig = Figure(figsize=(9, 3.6)); timeline.plot(fig.subplots(), title=f"memory of training step {step} ({device}, policy: {policy})")
-                _figure_png(fig, out / "memory.png"); timeline.save(out / "memory.json")
-            history.append(dict(step=step, loss=total, grad_norm=opt.grad_norm, lr=c.lr, seconds=time.perf_counter() - t0, mem_bytes=_mem(device)))
-            bar.update(1); bar.set_postfix(loss=f"{total:.4f}", mem=format_bytes(history[-1]["mem_bytes"]), refresh=False)
-            if c.sample_every and step % c.sample_every == 0 and step < c.steps: save_samples(f"step-{step:06d}", f"step {step}")
-            if (c.save_every and step % c.save_every == 0) or step == c.steps: last_ck = checkpoint(step)
+    c = run.config
+    prompts = start_output(run)                                       # everything is validated: from here on we write
+    st = start_state(run)                                             # optimizer, EMA, generator: fresh or resumed
+    memory = plan_run_memory(run, st)                                 # resident, checkpoint, offload or stream
+    if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")
+    if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
+    first, t0 = st.step + 1, time.perf_counter() - (st.history[-1]["seconds"] if st.history else 0.0)
+    with _sigint() as stop, tqdm(total=c.steps, initial=st.step, disable=not c.progress, desc=f"{c.mode} {c.model}", dynamic_ncols=True) as bar:
+        for step in range(first, c.steps + 1):
+            with MemoryTimeline(run.model, st.opt, device=run.device) if step == first else nullcontext() as timeline:
+                loss = train_step(run, st, memory, step)              # batch → loss → backward → clip → AdamW → EMA
+            if step == first: record_first_step(run, st, memory, timeline)
+            log_step(run, st, loss, t0, bar)
+            if c.sample_every and step % c.sample_every == 0 and step < c.steps: save_samples(run, st, prompts, f"step-{step:06d}", f"step {step}")
+            if (c.save_every and step % c.save_every == 0) or step == c.steps or stop: save_checkpoint(run, st)
             if stop:
-                last_ck = checkpoint(step)
-                weights = finish(step, interrupted=True)
-                log(f"\ninterrupted at step {step}: saved {last_ck} and {weights}; continue with --resume")
-                return TrainResult(out, step, [r["loss"] for r in history], weights, policy, measured, True, time.perf_counter() - t_start)
-    finally:
-        bar.close()
-        if old_handler is not None: signal.signal(signal.SIGINT, old_handler)
-    weights = finish(c.steps)
-    save_samples("after", f"after training (step {c.steps})")
-    return TrainResult(out, c.steps, [r["loss"] for r in history], weights, policy, measured, False, time.perf_counter() - t_start)
+                weights = finish(run, st)
+                print(f"\ninterrupted at step {step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
+                return TrainResult(run.out, step, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, True, time.perf_counter() - t_start)
+    weights = finish(run, st)
+    save_samples(run, st, prompts, "after", f"after training (step {c.steps})")
+    return TrainResult(run.out, c.steps, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, False, time.perf_counter() - t_start)

@@ -15,14 +15,17 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
 from ..autograd import checkpoint
-from ..kernels.core import check_tensor, layer_norm_modulated
-from .layers import (EmbedND, LazyTensor, Layout, MLPEmbedder, ModulationOut, Modulation, QKNorm, Rename,
-                                 SelfAttention, Split, SwapHalves, guess_checkpoint, load_state, read_safetensors,
-                                 rope_attention, split_heads, timestep_embedding, write_safetensors, _listing)
+from ..kernels import check_tensor, layer_norm_modulated
+from .layers import (DiffusersVAE, EmbedND, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
+                                 Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
+                                 load_state, read_safetensors, rope_attention, split_heads, timestep_embedding,
+                                 write_safetensors, _component, _fingerprint, _listing, _quiet)
 
 # %% auto #0
-__all__ = ['BFL', 'DIFFUSERS', 'LAYOUTS', 'PREFIX', 'FluxConfig', 'DoubleStreamBlock', 'SingleStreamBlock', 'LastLayer', 'Flux',
-           'pack_latents', 'unpack_latents', 'image_ids', 'FluxDenoiser', 'detect_layout', 'config_from_shapes']
+__all__ = ['BFL', 'DIFFUSERS', 'LAYOUTS', 'PREFIX', 'FLUX_TARGETS', 'FLUX_MODULATION_TARGETS', 'FLUX_DEV', 'FLUX_SCHNELL',
+           'FluxConfig', 'DoubleStreamBlock', 'SingleStreamBlock', 'LastLayer', 'Flux', 'pack_latents',
+           'unpack_latents', 'image_ids', 'detect_layout', 'config_from_shapes', 'FluxDenoiser', 'FluxTextEncoder',
+           'flux_family']
 
 # %% ../../nbs/31_flux.ipynb #e58954ab
 def _default_axes(head_dim: int) -> tuple[int, int, int]:
@@ -30,6 +33,7 @@ def _default_axes(head_dim: int) -> tuple[int, int, int]:
     b = (head_dim - a) // 4 * 2
     return (a, b, head_dim - a - b)
 
+# %% ../../nbs/31_flux.ipynb #67176f92
 @dataclass(frozen=True)
 class FluxConfig:
     "Flux hyper-parameters (BFL's names); `axes_dim=None` picks BFL's split of the head dim."
@@ -146,6 +150,7 @@ def _batched_ids(name: str, ids, B: int, L: int) -> Tensor:
     _check(name, ids, (B, L, None))
     return ids
 
+# %% ../../nbs/31_flux.ipynb #0a2f9739
 class Flux(nn.Module):
     "The Flux transformer, in BFL's parameter names; `forward` has BFL's signature."
     def __init__(self, config: FluxConfig):
@@ -208,17 +213,6 @@ def image_ids(height: int, width: int, device=None) -> Tensor:
     "Position ids (H/2·W/2, 3) = (0, row, col) of each 2×2 patch of an H×W latent."
     rows, cols = torch.meshgrid(torch.arange(height // 2, device=device), torch.arange(width // 2, device=device), indexing="ij")
     return torch.stack([torch.zeros_like(rows), rows, cols], -1).reshape(-1, 3).float()
-
-class FluxDenoiser(nn.Module):
-    "A `DiffusionModel` over (B, C, H, W) latents: packs them into Flux tokens, runs Flux, unpacks."
-    def __init__(self, flux: Flux):
-        super().__init__()
-        self.flux = flux
-    def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor, guidance: Tensor | None = None) -> Tensor:
-        H, W = x.shape[-2:]
-        out = self.flux(pack_latents(x), image_ids(H, W, x.device), context, torch.zeros(context.shape[1], 3, device=x.device), t, y, guidance)
-        return unpack_latents(out, H, W)
-    def stream_units(self) -> list[nn.Module]: return self.flux.stream_units()
 
 # %% ../../nbs/31_flux.ipynb #8a53a555
 _D, _S = "double_blocks.{i}.", "single_blocks.{i}."
@@ -289,12 +283,108 @@ def from_safetensors(cls: Flux, path, dtype: torch.dtype | None = None, device="
     config = config_from_shapes({k: v.shape for k, v in ours.items()}, axes_dim=axes_dim or saved.get("axes_dim"),
                                 theta=theta or saved.get("theta", 10_000))
     with torch.device("meta"): model = cls(config)
-    return load_state(model, ours, layout=layout, unexpected=unused, available=files, dtype=dtype, device=device, source=str(path))
+    model = load_state(model, ours, layout=layout, unexpected=unused, available=files, dtype=dtype, device=device, source=str(path))
+    model.loaded_layout = layout.name                 # a full fine-tune writes its result back in this layout
+    return model
 
+# %% ../../nbs/31_flux.ipynb #e44071a5
 @patch
-def save_safetensors(self: Flux, path, layout: str = "bfl"):
+def save_safetensors(self: Flux, path, layout: str = "bfl") -> Path:
     "Write the weights to `path` in `layout` ('bfl' or 'diffusers'), one tensor at a time, atomically."
     if layout not in LAYOUTS: raise ValueError(f"layout: expected one of {sorted(LAYOUTS)}, got {layout!r}")
     ours = {k: LazyTensor.of(t) for k, t in self.state_dict().items()}
     meta = {"format": "pt", "flame.flux": json.dumps({"axes_dim": list(self.config.axes_dim), "theta": self.config.theta})}
     write_safetensors(LAYOUTS[layout].write(ours, dims={"hidden": self.config.hidden_size}), path, metadata=meta)
+    return Path(path)
+
+# %% ../../nbs/31_flux.ipynb #adc88d0a
+class FluxDenoiser(nn.Module):
+    "Flux as a `DiffusionModel`: (B, C, H, W) latents → tokens → Flux → latents; conditioning from T5 `context` and CLIP `pooled`."
+    def __init__(self, flux: Flux, schedule: Schedule = Schedule(shift="flux")):
+        super().__init__()
+        self.flux, self.schedule = flux, schedule
+    def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor, guidance: Tensor | None = None) -> Tensor:
+        H, W = x.shape[-2:]
+        out = self.flux(pack_latents(x), image_ids(H, W, x.device), context, torch.zeros(context.shape[1], 3, device=x.device), t, y, guidance)
+        return unpack_latents(out, H, W)
+    def condition(self, batch: dict, *, guidance: float | None = None) -> dict:
+        "`forward`'s keywords from a batch's `context` and `pooled`; `guidance` (default 1.0) if the model is guidance-distilled."
+        cond = {"context": batch["context"], "y": batch["pooled"]}
+        if self.flux.config.guidance_embed:
+            ref = batch["pooled"]
+            cond["guidance"] = torch.full((ref.shape[0],), 1.0 if guidance is None else float(guidance), dtype=ref.dtype, device=ref.device)
+        return cond
+    def stream_units(self) -> list[nn.Module]: return self.flux.stream_units()
+    def save(self, path) -> Path: return self.flux.save_safetensors(path, layout=getattr(self.flux, "loaded_layout", "bfl"))
+    @property
+    def net(self) -> Flux: return self.flux
+    @property
+    def latent_channels(self) -> int: return self.flux.config.in_channels // 4
+    @property
+    def text_dims(self) -> dict: return {"context": self.flux.config.context_in_dim, "pooled": self.flux.config.vec_in_dim}
+    @property
+    def checkpointing(self) -> bool: return self.flux.checkpointing
+    @checkpointing.setter
+    def checkpointing(self, on: bool): self.flux.checkpointing = bool(on)
+
+# %% ../../nbs/31_flux.ipynb #8e0ce08c
+FLUX_TARGETS = ("double_blocks.*.img_attn.qkv", "double_blocks.*.img_attn.proj", "double_blocks.*.txt_attn.qkv",
+                "double_blocks.*.txt_attn.proj", "double_blocks.*.img_mlp.0", "double_blocks.*.img_mlp.2",
+                "double_blocks.*.txt_mlp.0", "double_blocks.*.txt_mlp.2", "single_blocks.*.linear1", "single_blocks.*.linear2")
+FLUX_MODULATION_TARGETS = ("double_blocks.*.img_mod.lin", "double_blocks.*.txt_mod.lin", "single_blocks.*.modulation.lin")
+Flux.lora_targets = FLUX_TARGETS
+Flux.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_flux", "ss_base_model_version": "flux1"},
+                              diffusers_layout=DIFFUSERS, layout_dims=lambda flux: {"hidden": flux.config.hidden_size})
+
+# %% ../../nbs/31_flux.ipynb #3f243725
+_TEXT_PARTS = [("text_encoder", "CLIP text model"), ("tokenizer", "CLIP tokenizer"), ("text_encoder_2", "T5 encoder"), ("tokenizer_2", "T5 tokenizer")]
+
+class FluxTextEncoder:
+    "Flux's text conditioning from a local diffusers-layout folder: T5 per-token context and CLIP pooled vector."
+    def __init__(self, path, max_length: int = 512, device="cpu", dtype: torch.dtype = torch.float32):
+        from transformers import AutoTokenizer, CLIPTextModel, T5EncoderModel
+        root = Path(path)
+        if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers Flux folder with text_encoder/, tokenizer/, text_encoder_2/, tokenizer_2/)")
+        parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in _TEXT_PARTS}
+        try:
+            with _quiet():
+                self.clip_tokenizer, self.t5_tokenizer = AutoTokenizer.from_pretrained(parts["tokenizer"]), AutoTokenizer.from_pretrained(parts["tokenizer_2"])
+                self.clip = CLIPTextModel.from_pretrained(parts["text_encoder"], torch_dtype=dtype).to(device).eval().requires_grad_(False)
+                self.t5 = T5EncoderModel.from_pretrained(parts["text_encoder_2"], torch_dtype=dtype).to(device).eval().requires_grad_(False)
+        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load T5/CLIP from {root} ({err})") from None
+        self.max_length, self.device = max_length, torch.device(device)
+        self.dim, self.pooled_dim = self.t5.config.d_model, self.clip.config.hidden_size
+        self.name = f"flux-text:{max_length}:{_fingerprint(*parts.values())}"
+    def _ids(self, tokenizer, captions, n):
+        return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
+    @torch.no_grad()
+    def encode(self, captions: list[str]) -> tuple[Tensor, Tensor]:
+        pooled = self.clip(self._ids(self.clip_tokenizer, captions, min(77, self.clip_tokenizer.model_max_length))).pooler_output
+        return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
+    def __repr__(self): return f"FluxTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
+
+# %% ../../nbs/31_flux.ipynb #e2242076
+_SHAPE_FIELDS = ("in_channels", "hidden_size", "depth", "depth_single_blocks", "context_in_dim", "vec_in_dim", "guidance_embed")
+
+def _check_variant(config: FluxConfig, want: FluxConfig, name: str, source):
+    for f in _SHAPE_FIELDS:
+        if getattr(config, f) != getattr(want, f):
+            raise ValueError(f"checkpoint: {source} is not a {name} transformer ({f} is {getattr(config, f)}, {name} has {getattr(want, f)})")
+
+def _needs(arg: str, name: str):
+    raise ValueError(f"{arg}: --model {name} needs --{arg.replace('_', '-')} (a diffusers Flux folder, e.g. FLUX.1-dev, holds the VAE and text encoders)")
+
+def flux_family(name: str, want: FluxConfig, guidance: float | None, sample_steps: int) -> Family:
+    "The `Family` of a FLUX.1 variant whose transformer has `want`'s shape."
+    def load(path, *, vae, text_encoder, device, seed):
+        if path is None: raise ValueError(f"checkpoint: --model {name} needs --checkpoint (the transformer's .safetensors, BFL or diffusers layout)")
+        flux = Flux.from_safetensors(path, dtype=torch.bfloat16)
+        _check_variant(flux.config, want, name, path)
+        return FluxDenoiser(flux)
+    def vae(path, *, device, dtype): return DiffusersVAE(path, device=device, dtype=dtype) if path is not None else _needs("vae", name)
+    def text(path, *, device, dtype): return FluxTextEncoder(path, device=device, dtype=dtype) if path is not None else _needs("text_encoder", name)
+    return Family(name, load, vae, text, resolution=512, sample_steps=sample_steps, guidance=guidance, full=False,
+                  wrap=FluxDenoiser, about=f"FLUX.1-{name.split('-')[1]} (12B rectified-flow transformer)")
+
+FLUX_DEV = flux_family("flux-dev", FluxConfig.dev(), guidance=3.5, sample_steps=28)
+FLUX_SCHNELL = flux_family("flux-schnell", FluxConfig.schnell(), guidance=None, sample_steps=4)

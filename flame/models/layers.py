@@ -8,18 +8,22 @@ Docs: https://flame-dev.github.io/flame/models.html.md"""
 from __future__ import annotations
 import json, math, re, struct
 from pathlib import Path
+import hashlib, importlib
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, NamedTuple, Protocol, runtime_checkable
+from fastcore.basics import patch
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from ..kernels.core import check_tensor, layer_norm_modulated, rms_norm, apply_rope, rope_freqs
-from ..kernels.attention import attention
-from ..tensor import atomic_file, ST_DTYPE, ST_CODE
+from ..kernels import check_tensor, layer_norm_modulated, rms_norm, apply_rope, rope_freqs, attention
+from ..io import atomic_file, ST_DTYPE, ST_CODE
 
 # %% auto #0
-__all__ = ['timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads',
-           'rope_attention', 'SelfAttention', 'DiffusionModel', 'LazyTensor', 'read_safetensors', 'write_safetensors',
-           'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'guess_checkpoint']
+__all__ = ['OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm',
+           'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
+           'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'guess_checkpoint',
+           'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -111,13 +115,6 @@ class SelfAttention(nn.Module):
         q, k, v = split_heads(self.qkv(x), self.num_heads)
         return (*self.norm(q, k, v), v)
     def forward(self, x: Tensor, pe: Tensor) -> Tensor: return self.proj(rope_attention(*self.heads(x), pe))
-
-# %% ../../nbs/30_models.ipynb #e7b9f265
-@runtime_checkable
-class DiffusionModel(Protocol):
-    "What trainers drive: `forward(x, t, context, **cond)` and the blocks to stream, in call order."
-    def forward(self, x: Tensor, t: Tensor, context: Tensor, **cond) -> Tensor: ...
-    def stream_units(self) -> list[nn.Module]: ...
 
 # %% ../../nbs/30_models.ipynb #63ca6481
 class LazyTensor(NamedTuple):
@@ -270,26 +267,28 @@ class Layout:
         if self.passthrough: ours.update((k, tensors[k]) for k in rest); return ours, []
         return ours, [k for k in rest if not any(p.match(k) for p in self._known)]
 
-    def write(self, tensors: Mapping[str, LazyTensor], dims: Mapping[str, int] | None = None) -> dict[str, LazyTensor]:
-        "Our `tensors` under their names (lazy); `dims` resolves named split sizes."
-        out = {}
-        for key, lt in tensors.items():
-            rule = next(((pat.match(key), r) for pat, r in self._ours if pat.match(key)), None)
-            if rule is None:
-                if not self.passthrough: raise ValueError(f"tensors: {key!r} has no rule in the {self.name} layout")
-                out[key] = lt; continue
-            m, r = rule
-            names = [t.format(**m.groupdict()) for t in _theirs(r)]
-            if isinstance(r, Rename): out[names[0]] = lt
-            elif isinstance(r, SwapHalves): out[names[0]] = _swap(lt)
-            else:
-                sizes = [s if s is None or isinstance(s, int) else (dims or {})[s] for s in r.sizes]
-                if sizes.count(None): sizes[sizes.index(None)] = lt.shape[0] - sum(s for s in sizes if s is not None)
-                if sum(sizes) != lt.shape[0] or min(sizes) < 0:
-                    raise ValueError(f"tensors[{key!r}]: cannot split {lt.shape[0]} rows into {sizes}")
-                start = 0
-                for n, s in zip(names, sizes): out[n] = _slice(lt, start, start + s); start += s
-        return out
+# %% ../../nbs/30_models.ipynb #8e295c2f
+@patch
+def write(self: Layout, tensors: Mapping[str, LazyTensor], dims: Mapping[str, int] | None = None) -> dict[str, LazyTensor]:
+    "Our `tensors` under their names (lazy); `dims` resolves named split sizes."
+    out = {}
+    for key, lt in tensors.items():
+        rule = next(((pat.match(key), r) for pat, r in self._ours if pat.match(key)), None)
+        if rule is None:
+            if not self.passthrough: raise ValueError(f"tensors: {key!r} has no rule in the {self.name} layout")
+            out[key] = lt; continue
+        m, r = rule
+        names = [t.format(**m.groupdict()) for t in _theirs(r)]
+        if isinstance(r, Rename): out[names[0]] = lt
+        elif isinstance(r, SwapHalves): out[names[0]] = _swap(lt)
+        else:
+            sizes = [s if s is None or isinstance(s, int) else (dims or {})[s] for s in r.sizes]
+            if sizes.count(None): sizes[sizes.index(None)] = lt.shape[0] - sum(s for s in sizes if s is not None)
+            if sum(sizes) != lt.shape[0] or min(sizes) < 0:
+                raise ValueError(f"tensors[{key!r}]: cannot split {lt.shape[0]} rows into {sizes}")
+            start = 0
+            for n, s in zip(names, sizes): out[n] = _slice(lt, start, start + s); start += s
+    return out
 
 # %% ../../nbs/30_models.ipynb #59ff1e26
 def _listing(keys, n=12) -> str:
@@ -333,3 +332,132 @@ def guess_checkpoint(keys) -> str:
     for marker, what in _KINDS:
         if any(marker in k for k in keys): return what
     return f"an unknown kind of checkpoint (first keys: {_listing(sorted(keys), 5)})"
+
+# %% ../../nbs/30_models.ipynb #d61126df
+def _fingerprint(*folders: Path) -> str:
+    h = hashlib.sha256()
+    for folder in folders:
+        for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+            with open(p, "rb") as f: head = f.read(1 << 20)
+            h.update(f"{p.relative_to(folder).as_posix()}:{p.stat().st_size}:".encode()); h.update(hashlib.sha256(head).digest())
+    return h.hexdigest()[:16]
+
+@contextmanager
+def _quiet():
+    "Loading a few local files needs no progress bars: switch off transformers' and diffusers' while inside, then restore them."
+    from diffusers.utils import logging as dl
+    from transformers.utils import logging as tl
+    was = [(m, m.is_progress_bar_enabled()) for m in (dl, tl)]
+    for m, _ in was: m.disable_progress_bar()
+    try: yield
+    finally:
+        for m, on in was:
+            if on: m.enable_progress_bar()
+
+def _component(path, sub: str, what: str, arg: str, alone: bool = True) -> Path:
+    "`path/sub` or (if `alone`) `path` itself, whichever holds a config: the component folder of a diffusers model."
+    root = Path(path)
+    for d in ((root, root / sub) if alone else (root / sub,)):
+        if (d / "config.json").is_file() or (d / "tokenizer_config.json").is_file(): return d
+    raise ValueError(f"{arg}: {root} holds no {what} (expected a folder with config.json, or a diffusers model folder with {sub}/)")
+
+# %% ../../nbs/30_models.ipynb #df06fe66
+class DiffusersVAE:
+    "A `diffusers.AutoencoderKL` from a local folder; latents scaled and shifted as the diffusion model expects."
+    def __init__(self, path, device="cpu", dtype: torch.dtype = torch.float32):
+        from diffusers import AutoencoderKL
+        folder = _component(path, "vae", "AutoencoderKL", "vae")
+        try:
+            with _quiet(): self.vae = AutoencoderKL.from_pretrained(folder, torch_dtype=dtype).to(device).eval().requires_grad_(False)
+        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"vae: cannot load an AutoencoderKL from {folder} ({err})") from None
+        cfg = self.vae.config
+        self.factor, self.channels = 2 ** (len(cfg.block_out_channels) - 1), cfg.latent_channels
+        self.scale, self.shift = cfg.scaling_factor, cfg.shift_factor or 0.0
+        self.device, self.dtype, self.name = torch.device(device), dtype, f"diffusers-vae:{_fingerprint(folder)}"
+    @torch.no_grad()
+    def encode(self, images: Tensor) -> Tensor:
+        z = self.vae.encode(images.to(self.device, self.dtype)).latent_dist.mode()   # the mean: deterministic
+        return (z - self.shift) * self.scale
+    @torch.no_grad()
+    def decode(self, latents: Tensor) -> Tensor:
+        return self.vae.decode(latents.to(self.device, self.dtype) / self.scale + self.shift).sample
+    def __repr__(self): return f"DiffusersVAE({self.name}, factor={self.factor}, channels={self.channels})"
+
+# %% ../../nbs/30_models.ipynb #2fa1ce4d
+OBJECTIVES = ("flow", "eps", "v")
+
+@dataclass(frozen=True)
+class Schedule:
+    "A family's objective and noise levels; `flame.diffusion` turns it into training timesteps, losses and samplers."
+    objective: str = "flow"          # flow: predict noise − x0 on x_t = (1 − t)·x0 + t·noise, t in [0, 1]
+                                     # eps / v: DDPM x_t = √ᾱ·x0 + √(1 − ᾱ)·noise at integer t; predict the noise / v
+    shift: float | str = 1.0         # flow: timestep shift s, or "flux" (μ from the image's token count)
+    dist: str = "logit_normal"       # flow: the training timesteps' density before the shift ('uniform' or 'logit_normal')
+    patch: int = 2                   # flow: latent pixels per token side (the token count that "flux" shifting reads)
+    num_steps: int = 1000            # eps / v: length of the discrete chain
+    beta_start: float = 0.00085      # eps / v: "scaled linear" betas (SD 1.x, SDXL)
+    beta_end: float = 0.012
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES: raise ValueError(f"objective: expected one of {list(OBJECTIVES)}, got {self.objective!r}")
+        if self.shift != "flux" and (isinstance(self.shift, str) or not self.shift > 0):
+            raise ValueError(f"shift: expected a positive number or 'flux', got {self.shift!r}")
+        if not 0 < self.beta_start < self.beta_end < 1: raise ValueError(f"beta_start, beta_end: expected 0 < start < end < 1, got {self.beta_start}, {self.beta_end}")
+
+# %% ../../nbs/30_models.ipynb #c44e6039
+@dataclass(frozen=True)
+class LoraNaming:
+    "How LoRA files name a network's layers: kohya's prefix and metadata; the diffusers layout, its prefix and sizes."
+    kohya_prefix: str = "lora_unet_"
+    kohya_meta: dict = field(default_factory=dict)        # e.g. ss_network_module, ss_base_model_version
+    diffusers_prefix: str = "transformer."
+    diffusers_layout: Layout | None = None                  # None: the diffusers format is not defined for this network
+    layout_dims: Callable[[nn.Module], dict] = lambda net: {}
+
+    def kohya(self, name: str) -> str:
+        "kohya's key stem of our module `name`."
+        return self.kohya_prefix + name.replace(".", "_")
+
+# %% ../../nbs/30_models.ipynb #14a9de64
+@runtime_checkable
+class DiffusionModel(Protocol):
+    "What the trainer, the memory policy, LoRA and the samplers drive; see the table above."
+    net: nn.Module
+    schedule: Schedule
+    latent_channels: int
+    text_dims: dict
+    checkpointing: bool
+    def forward(self, x: Tensor, t: Tensor, **cond) -> Tensor: ...
+    def condition(self, batch: dict, *, guidance: float | None = None) -> dict: ...
+    def stream_units(self) -> list[nn.Module]: ...
+    def save(self, path) -> Path: ...
+
+# %% ../../nbs/30_models.ipynb #ab810311
+@dataclass(frozen=True)
+class Family:
+    "What `--model NAME` means: builders for the model, VAE and text encoder, and the family's defaults."
+    name: str
+    load: Callable              # (checkpoint path or None, *, vae, text_encoder, dtype, device, seed) -> DiffusionModel
+    vae: Callable               # (path or None, *, device, dtype) -> VAE with encode/decode/factor/channels/name
+    text_encoder: Callable      # (path or None, *, device, dtype) -> encoder with encode(captions) -> (context, pooled)
+    resolution: int = 1024      # training resolution (pixels) when the run does not say
+    sample_steps: int = 28
+    guidance: float | None = None   # guidance input of a guidance-distilled model, when sampling
+    full: bool = True           # whether `--mode full` is offered
+    wrap: Callable | None = None    # a bare network of this family (e.g. a `Flux` passed to `train`) -> DiffusionModel
+    data: Callable | None = None    # (resolution) -> the data source a run without --data trains on (the demo's shapes)
+    about: str = ""
+
+FAMILIES = {                    # --model name: "module:attribute" of its Family
+    "tiny": "flame.demo:TINY",
+    "flux-dev": "flame.models.flux:FLUX_DEV",
+    "flux-schnell": "flame.models.flux:FLUX_SCHNELL",
+}
+
+def family(name: str) -> Family:
+    "The registered `Family` called `name` (its module imported on first use)."
+    if name not in FAMILIES: raise ValueError(f"model: expected one of {list(FAMILIES)}, got {name!r}")
+    module, attr = FAMILIES[name].split(":")
+    fam = getattr(importlib.import_module(module), attr)
+    if not isinstance(fam, Family) or fam.name != name: raise TypeError(f"{FAMILIES[name]} is not the Family {name!r}")
+    return fam
