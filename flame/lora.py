@@ -150,7 +150,8 @@ def _meta(model, layers, base_model, steps) -> dict[str, str]:
 def _peft_config(ranks: dict[str, int], alphas: dict[str, float]) -> dict:
     "PEFT LoraConfig kwargs for these per-module ranks and alphas (the most common as defaults, patterns for the rest)."
     r = max(set(ranks.values()), key=list(ranks.values()).count); a = max(set(alphas.values()), key=list(alphas.values()).count)
-    return {"r": r, "lora_alpha": a, "target_modules": "|".join(re.escape(n) for n in sorted(ranks)),   # a str: full-name regex "bias": "none", "use_dora": False, "lora_dropout": 0.0,
+    return {"r": r, "lora_alpha": a, "target_modules": "|".join(re.escape(n) for n in sorted(ranks)),   # a str: PEFT reads it as a full-name regex
+            "bias": "none", "use_dora": False, "lora_dropout": 0.0,
             "rank_pattern": {f"^{re.escape(n)}": v for n, v in ranks.items() if v != r},
             "alpha_pattern": {f"^{re.escape(n)}": v for n, v in alphas.items() if v != a}}
 

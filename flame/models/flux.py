@@ -64,19 +64,22 @@ class FluxConfig:
     @property
     def mlp_hidden(self) -> int: return int(self.hidden_size * self.mlp_ratio)
 
-    @classmethod
-    def dev(cls, **kw) -> FluxConfig:
-        "FLUX.1-dev (guidance-distilled)."
-        return cls(**{"guidance_embed": True, **kw})
-    @classmethod
-    def schnell(cls, **kw) -> FluxConfig:
-        "FLUX.1-schnell."
-        return cls(**{"guidance_embed": False, **kw})
-    @classmethod
-    def tiny(cls, **kw) -> FluxConfig:
-        "A few-thousand-parameter Flux for tests."
-        return cls(**{"in_channels": 16, "out_channels": 16, "vec_in_dim": 32, "context_in_dim": 24, "hidden_size": 64,
-                      "num_heads": 2, "depth": 2, "depth_single_blocks": 2, "guidance_embed": True, **kw})
+# %% ../../nbs/31_flux.ipynb #70bc86d6
+@patch(cls_method=True)
+def dev(cls: FluxConfig, **kw) -> FluxConfig:
+    "FLUX.1-dev (guidance-distilled)."
+    return cls(**{"guidance_embed": True, **kw})
+
+@patch(cls_method=True)
+def schnell(cls: FluxConfig, **kw) -> FluxConfig:
+    "FLUX.1-schnell."
+    return cls(**{"guidance_embed": False, **kw})
+
+@patch(cls_method=True)
+def tiny(cls: FluxConfig, **kw) -> FluxConfig:
+    "A few-thousand-parameter Flux for tests."
+    return cls(**{"in_channels": 16, "out_channels": 16, "vec_in_dim": 32, "context_in_dim": 24, "hidden_size": 64,
+                  "num_heads": 2, "depth": 2, "depth_single_blocks": 2, "guidance_embed": True, **kw})
 
 # %% ../../nbs/31_flux.ipynb #66a9c192
 def _mlp(dim: int, hidden: int) -> nn.Sequential:
@@ -168,10 +171,6 @@ class Flux(nn.Module):
         self.final_layer = LastLayer(h, c.out_channels)
         self.checkpointing = False
 
-    def stream_units(self) -> list[nn.Module]:
-        "The blocks, in call order: what the streaming engine moves one ahead of compute."
-        return [*self.double_blocks, *self.single_blocks]
-
     def forward(self, img: Tensor, img_ids: Tensor, txt: Tensor, txt_ids: Tensor, timesteps: Tensor, y: Tensor,
                 guidance: Tensor | None = None) -> Tensor:
         c = self.config
@@ -194,6 +193,12 @@ class Flux(nn.Module):
         x = torch.cat((txt, img), 1)
         for block in self.single_blocks: x = run(block, x, vec, pe)
         return self.final_layer(x[:, txt.shape[1]:], vec)
+
+# %% ../../nbs/31_flux.ipynb #563d06b5
+@patch
+def stream_units(self: Flux) -> list[nn.Module]:
+    "The blocks, in call order: what the streaming engine moves one ahead of compute."
+    return [*self.double_blocks, *self.single_blocks]
 
 # %% ../../nbs/31_flux.ipynb #442667bc
 def pack_latents(x: Tensor) -> Tensor:
