@@ -15,17 +15,16 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
 from ..autograd import checkpoint
-from ..kernels import check_tensor, layer_norm_modulated
-from .layers import (DiffusersVAE, EmbedND, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
+from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, read_checkpoint, variant_loader, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
                                  Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
-                                 load_state, read_safetensors, rope_attention, split_heads, timestep_embedding,
-                                 write_safetensors, _component, _fingerprint, _listing, _quiet)
+                                 rope_attention, split_heads, timestep_embedding,
+                                 write_safetensors, _component, _fingerprint, _quiet)
+from .layers import check_shape as _check
 
 # %% auto #0
-__all__ = ['BFL', 'DIFFUSERS', 'LAYOUTS', 'PREFIX', 'FLUX_TARGETS', 'FLUX_MODULATION_TARGETS', 'FLUX_DEV', 'FLUX_SCHNELL',
-           'FluxConfig', 'DoubleStreamBlock', 'SingleStreamBlock', 'LastLayer', 'Flux', 'pack_latents',
-           'unpack_latents', 'image_ids', 'detect_layout', 'config_from_shapes', 'FluxDenoiser', 'FluxTextEncoder',
-           'flux_family']
+__all__ = ['BFL', 'DIFFUSERS', 'LAYOUTS', 'FLUX_TARGETS', 'FLUX_MODULATION_TARGETS', 'FLUX_DEV', 'FLUX_SCHNELL', 'FluxConfig',
+           'DoubleStreamBlock', 'SingleStreamBlock', 'Flux', 'pack_latents', 'unpack_latents', 'image_ids',
+           'detect_layout', 'config_from_shapes', 'FluxDenoiser', 'FluxTextEncoder', 'flux_family']
 
 # %% ../../nbs/31_flux.ipynb #e58954ab
 def _default_axes(head_dim: int) -> tuple[int, int, int]:
@@ -129,23 +128,6 @@ class SingleStreamBlock(nn.Module):
         return x + mod.gate * out
 
 # %% ../../nbs/31_flux.ipynb #f777aebb
-class LastLayer(nn.Module):
-    "Modulated LayerNorm (shift, scale) and a linear map to patch channels."
-    def __init__(self, hidden_size: int, out_channels: int):
-        super().__init__()
-        self.linear = nn.Linear(hidden_size, out_channels)
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden_size, 2 * hidden_size))
-    def forward(self, x: Tensor, vec: Tensor) -> Tensor:
-        shift, scale = self.adaLN_modulation(vec)[:, None, :].chunk(2, dim=-1)
-        return self.linear(layer_norm_modulated(x, shift, scale, eps=1e-6))
-
-def _check(name: str, t, shape: tuple):
-    "Like `check_tensor`, with None for free dims."
-    check_tensor(name, t)
-    if t.ndim != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
-        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-        raise ValueError(f"{name}: expected shape {want}, got {tuple(t.shape)}")
-
 def _run(block, *args): return block(*args)
 
 def _batched_ids(name: str, ids, B: int, L: int) -> Tensor:
@@ -168,7 +150,7 @@ class Flux(nn.Module):
         self.txt_in = nn.Linear(c.context_in_dim, h)
         self.double_blocks = nn.ModuleList(DoubleStreamBlock(c) for _ in range(c.depth))
         self.single_blocks = nn.ModuleList(SingleStreamBlock(c) for _ in range(c.depth_single_blocks))
-        self.final_layer = LastLayer(h, c.out_channels)
+        self.final_layer = FinalLayer(h, c.out_channels)
         self.checkpointing = False
 
     def forward(self, img: Tensor, img_ids: Tensor, txt: Tensor, txt_ids: Tensor, timesteps: Tensor, y: Tensor,
@@ -246,7 +228,6 @@ DIFFUSERS = Layout("diffusers", [
     SwapHalves("final_layer.adaLN_modulation.1.{w}", "norm_out.linear.{w}"),
 ])
 LAYOUTS = {"bfl": BFL, "diffusers": DIFFUSERS}
-PREFIX = "model.diffusion_model."
 
 def detect_layout(keys, source: str = "checkpoint") -> Layout:
     "BFL or diffusers, from the key names; otherwise a `ValueError` saying what the file looks like."
@@ -278,19 +259,11 @@ def config_from_shapes(shapes: dict[str, tuple], axes_dim=None, theta: int = 10_
 @patch(cls_method=True)
 def from_safetensors(cls: Flux, path, dtype: torch.dtype | None = None, device="cpu", axes_dim=None, theta=None) -> Flux:
     "Load a BFL- or diffusers-layout Flux (file, shard index, or folder; optional `model.diffusion_model.` prefix) lazily."
-    files, meta = read_safetensors(path)
-    if any(k.startswith(PREFIX) for k in files): files = {k[len(PREFIX):]: v for k, v in files.items() if k.startswith(PREFIX)}
-    layout = detect_layout(files, source=str(path))
-    ours, unused = layout.read(files)
-    if missing := [n for k in _CONFIG_KEYS if k not in ours for n in layout.names(k)]:
-        raise ValueError(f"{path}: {layout.name} layout detected, but keys needed to infer the config are missing: {_listing(missing)}")
-    saved = json.loads(meta.get("flame.flux", "{}"))
-    config = config_from_shapes({k: v.shape for k, v in ours.items()}, axes_dim=axes_dim or saved.get("axes_dim"),
+    ck = read_checkpoint(path, detect_layout, _CONFIG_KEYS)
+    saved = json.loads(ck.meta.get("flame.flux", "{}"))
+    config = config_from_shapes({k: v.shape for k, v in ck.ours.items()}, axes_dim=axes_dim or saved.get("axes_dim"),
                                 theta=theta or saved.get("theta", 10_000))
-    with torch.device("meta"): model = cls(config)
-    model = load_state(model, ours, layout=layout, unexpected=unused, available=files, dtype=dtype, device=device, source=str(path))
-    model.loaded_layout = layout.name                 # a full fine-tune writes its result back in this layout
-    return model
+    return build_loaded(cls, config, ck, dtype=dtype, device=device, source=str(path))
 
 # %% ../../nbs/31_flux.ipynb #e44071a5
 @patch
@@ -303,34 +276,26 @@ def save_safetensors(self: Flux, path, layout: str = "bfl") -> Path:
     return Path(path)
 
 # %% ../../nbs/31_flux.ipynb #adc88d0a
-class FluxDenoiser(nn.Module):
+class FluxDenoiser(Denoiser):
     "Flux as a `DiffusionModel`: (B, C, H, W) latents → tokens → Flux → latents; conditioning from T5 `context` and CLIP `pooled`."
-    def __init__(self, flux: Flux, schedule: Schedule = Schedule(shift="flux")):
-        super().__init__()
-        self.flux, self.schedule = flux, schedule
+    def __init__(self, flux: Flux, schedule: Schedule = Schedule(shift="flux")): super().__init__(flux, schedule, "bfl")
     def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor, guidance: Tensor | None = None) -> Tensor:
         H, W = x.shape[-2:]
-        out = self.flux(pack_latents(x), image_ids(H, W, x.device), context, torch.zeros(context.shape[1], 3, device=x.device), t, y, guidance)
+        out = self.net(pack_latents(x), image_ids(H, W, x.device), context, torch.zeros(context.shape[1], 3, device=x.device), t, y, guidance)
         return unpack_latents(out, H, W)
     def condition(self, batch: dict, *, guidance: float | None = None) -> dict:
         "`forward`'s keywords from a batch's `context` and `pooled`; `guidance` (default 1.0) if the model is guidance-distilled."
         cond = {"context": batch["context"], "y": batch["pooled"]}
-        if self.flux.config.guidance_embed:
+        if self.net.config.guidance_embed:
             ref = batch["pooled"]
             cond["guidance"] = torch.full((ref.shape[0],), 1.0 if guidance is None else float(guidance), dtype=ref.dtype, device=ref.device)
         return cond
-    def stream_units(self) -> list[nn.Module]: return self.flux.stream_units()
-    def save(self, path) -> Path: return self.flux.save_safetensors(path, layout=getattr(self.flux, "loaded_layout", "bfl"))
     @property
-    def net(self) -> Flux: return self.flux
+    def flux(self) -> Flux: return self.net
     @property
-    def latent_channels(self) -> int: return self.flux.config.in_channels // 4
+    def latent_channels(self) -> int: return self.net.config.in_channels // 4
     @property
-    def text_dims(self) -> dict: return {"context": self.flux.config.context_in_dim, "pooled": self.flux.config.vec_in_dim}
-    @property
-    def checkpointing(self) -> bool: return self.flux.checkpointing
-    @checkpointing.setter
-    def checkpointing(self, on: bool): self.flux.checkpointing = bool(on)
+    def text_dims(self) -> dict: return {"context": self.net.config.context_in_dim, "pooled": self.net.config.vec_in_dim}
 
 # %% ../../nbs/31_flux.ipynb #8e0ce08c
 FLUX_TARGETS = ("double_blocks.*.img_attn.qkv", "double_blocks.*.img_attn.proj", "double_blocks.*.txt_attn.qkv",
@@ -371,21 +336,12 @@ class FluxTextEncoder:
 # %% ../../nbs/31_flux.ipynb #e2242076
 _SHAPE_FIELDS = ("in_channels", "hidden_size", "depth", "depth_single_blocks", "context_in_dim", "vec_in_dim", "guidance_embed")
 
-def _check_variant(config: FluxConfig, want: FluxConfig, name: str, source):
-    for f in _SHAPE_FIELDS:
-        if getattr(config, f) != getattr(want, f):
-            raise ValueError(f"checkpoint: {source} is not a {name} transformer ({f} is {getattr(config, f)}, {name} has {getattr(want, f)})")
-
 def _needs(arg: str, name: str):
     raise ValueError(f"{arg}: --model {name} needs --{arg.replace('_', '-')} (a diffusers Flux folder, e.g. FLUX.1-dev, holds the VAE and text encoders)")
 
 def flux_family(name: str, want: FluxConfig, guidance: float | None, sample_steps: int) -> Family:
     "The `Family` of a FLUX.1 variant whose transformer has `want`'s shape."
-    def load(path, *, vae, text_encoder, device, seed):
-        if path is None: raise ValueError(f"checkpoint: --model {name} needs --checkpoint (the transformer's .safetensors, BFL or diffusers layout)")
-        flux = Flux.from_safetensors(path, dtype=torch.bfloat16)
-        _check_variant(flux.config, want, name, path)
-        return FluxDenoiser(flux)
+    load = variant_loader(Flux, FluxDenoiser, want, _SHAPE_FIELDS, name, "the transformer's .safetensors, BFL or diffusers layout")
     def vae(path, *, device, dtype): return DiffusersVAE(path, device=device, dtype=dtype) if path is not None else _needs("vae", name)
     def text(path, *, device, dtype): return FluxTextEncoder(path, device=device, dtype=dtype) if path is not None else _needs("text_encoder", name)
     return Family(name, load, vae, text, resolution=512, sample_steps=sample_steps, guidance=guidance, full=False,

@@ -20,10 +20,11 @@ from ..kernels import check_tensor, layer_norm_modulated, rms_norm, apply_rope, 
 from ..io import atomic_file, ST_DTYPE, ST_CODE
 
 # %% auto #0
-__all__ = ['OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm',
-           'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
-           'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'guess_checkpoint',
-           'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'Family', 'family']
+__all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm',
+           'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
+           'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'Checkpoint',
+           'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'DiffusersVAE',
+           'Schedule', 'LoraNaming', 'DiffusionModel', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -318,6 +319,49 @@ def load_state(model: nn.Module, tensors: Mapping[str, LazyTensor], *, layout: L
     model.load_state_dict(state, assign=True)
     return model
 
+# %% ../../nbs/30_models.ipynb #282c01bb
+PREFIX = "model.diffusion_model."    # single-file checkpoints: the denoiser's keys, beside the VAE's and text encoders'
+
+class Checkpoint(NamedTuple):
+    "A checkpoint read lazily: tensors under our names, their keys no rule knows, the file's keys, metadata, layout."
+    ours: dict
+    unused: list
+    files: dict
+    meta: dict
+    layout: Layout
+
+def read_checkpoint(path, detect: Callable, config_keys=()) -> Checkpoint:
+    "Index `path`, drop the `PREFIX` if present, detect the layout with `detect(keys, source=)`, map to our names."
+    files, meta = read_safetensors(path)
+    if any(k.startswith(PREFIX) for k in files): files = {k[len(PREFIX):]: v for k, v in files.items() if k.startswith(PREFIX)}
+    layout = detect(files, source=str(path))
+    ours, unused = layout.read(files)
+    if missing := [n for k in config_keys if k not in ours for n in layout.names(k)]:
+        raise ValueError(f"{path}: {layout.name} layout detected, but keys needed to infer the config are missing: {_listing(missing)}")
+    return Checkpoint(ours, unused, files, meta, layout)
+
+def build_loaded(cls, config, ck: Checkpoint, *, dtype=None, device="cpu", source="checkpoint") -> nn.Module:
+    "`cls(config)` built on the meta device and given `ck`'s tensors; it remembers the layout (a full fine-tune saves in it)."
+    with torch.device("meta"): model = cls(config)
+    model = load_state(model, ck.ours, layout=ck.layout, unexpected=ck.unused, available=ck.files, dtype=dtype, device=device, source=source)
+    model.loaded_layout = ck.layout.name
+    return model
+
+def check_variant(config, want, fields, name: str, source):
+    "A `ValueError` naming the first of `fields` in which `config` differs from `want`, the variant the run named."
+    for f in fields:
+        if getattr(config, f) != getattr(want, f):
+            raise ValueError(f"checkpoint: {source} is not a {name} transformer ({f} is {getattr(config, f)}, {name} has {getattr(want, f)})")
+
+def variant_loader(cls, wrap: Callable, want, fields, name: str, what: str) -> Callable:
+    "A `Family.load` for the variant `name`: a checkpoint required, read in bf16, checked to have `want`'s shape, wrapped."
+    def load(path, *, vae, text_encoder, device, seed):
+        if path is None: raise ValueError(f"checkpoint: --model {name} needs --checkpoint ({what})")
+        net = cls.from_safetensors(path, dtype=torch.bfloat16)
+        check_variant(net.config, want, fields, name, path)
+        return wrap(net)
+    return load
+
 # %% ../../nbs/30_models.ipynb #02849b24
 _KINDS = [("lora_unet_", "a kohya LoRA"), ("lora_A", "a PEFT/diffusers LoRA"), ("lora_down", "a LoRA"),
           ("double_blocks.", "a Flux transformer (BFL layout)"), ("single_transformer_blocks.", "a Flux transformer (diffusers layout)"),
@@ -431,6 +475,39 @@ class DiffusionModel(Protocol):
     def condition(self, batch: dict, *, guidance: float | None = None) -> dict: ...
     def stream_units(self) -> list[nn.Module]: ...
     def save(self, path) -> Path: ...
+
+# %% ../../nbs/30_models.ipynb #644fa8f5
+class Denoiser(nn.Module):
+    "Base of the families' adapters: holds the network as `net`; stream units, checkpointing and saving go to it."
+    def __init__(self, net: nn.Module, schedule: Schedule, layout: str):
+        super().__init__()
+        self.net, self.schedule, self.default_layout = net, schedule, layout
+    def stream_units(self) -> list[nn.Module]: return self.net.stream_units()
+    def save(self, path) -> Path:
+        "The network's weights to `path`, in the layout they were loaded from (else the family's own)."
+        return self.net.save_safetensors(path, layout=getattr(self.net, "loaded_layout", self.default_layout))
+    @property
+    def checkpointing(self) -> bool: return self.net.checkpointing
+    @checkpointing.setter
+    def checkpointing(self, on: bool): self.net.checkpointing = bool(on)
+
+# %% ../../nbs/30_models.ipynb #41084429
+class FinalLayer(nn.Module):
+    "Modulated LayerNorm (shift, scale) and a linear map to patch values: `final_layer` of Flux and SD3."
+    def __init__(self, hidden: int, out: int):
+        super().__init__()
+        self.linear = nn.Linear(hidden, out)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 2 * hidden))
+    def forward(self, x: Tensor, vec: Tensor) -> Tensor:
+        shift, scale = self.adaLN_modulation(vec)[:, None, :].chunk(2, dim=-1)
+        return self.linear(layer_norm_modulated(x, shift, scale, eps=1e-6))
+
+def check_shape(name: str, t, shape: tuple):
+    "Like `check_tensor`, and a `ValueError` unless `t` has `shape` (None: any size)."
+    check_tensor(name, t)
+    if t.ndim != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise ValueError(f"{name}: expected shape {want}, got {tuple(t.shape)}")
 
 # %% ../../nbs/30_models.ipynb #ab810311
 @dataclass(frozen=True)

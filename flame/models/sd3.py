@@ -15,14 +15,15 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
 from ..autograd import checkpoint
-from ..kernels import attention, check_tensor, layer_norm_modulated, rms_norm
-from .layers import (DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
-                                 load_state, read_safetensors, split_heads, timestep_embedding, write_safetensors, _listing)
+from ..kernels import attention, layer_norm_modulated, rms_norm
+from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
+                                 split_heads, timestep_embedding, write_safetensors)
+from .layers import check_shape as _check
 
 # %% auto #0
-__all__ = ['STABILITY', 'DIFFUSERS', 'PREFIX', 'SD3_TARGETS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm',
-           'SelfAttention', 'Mlp', 'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'FinalLayer', 'SD3',
-           'diffusers_layout', 'config_from_shapes', 'detect_layout', 'SD3Denoiser', 'sd3_family']
+__all__ = ['STABILITY', 'DIFFUSERS', 'SD3_TARGETS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm', 'SelfAttention', 'Mlp',
+           'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'SD3', 'diffusers_layout', 'config_from_shapes',
+           'detect_layout', 'SD3Denoiser', 'sd3_family']
 
 # %% ../../nbs/32_sd3.ipynb #e2013b7b
 @dataclass(frozen=True)
@@ -163,22 +164,6 @@ class Embedder(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(in_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden))
     def forward(self, x: Tensor) -> Tensor: return self.mlp(x)
 
-class FinalLayer(nn.Module):
-    "Modulated LayerNorm (shift, scale) and a linear map to p·p·C patch values."
-    def __init__(self, hidden: int, out: int):
-        super().__init__()
-        self.linear = nn.Linear(hidden, out)
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 2 * hidden))
-    def forward(self, x: Tensor, vec: Tensor) -> Tensor:
-        shift, scale = self.adaLN_modulation(vec)[:, None, :].chunk(2, dim=-1)
-        return self.linear(_mod(x, shift, scale))
-
-def _check(name: str, t, shape: tuple):
-    check_tensor(name, t)
-    if t.ndim != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
-        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-        raise ValueError(f"{name}: expected shape {want}, got {tuple(t.shape)}")
-
 def _run(block, *args): return block(*args)
 
 # %% ../../nbs/32_sd3.ipynb #ee524318
@@ -254,7 +239,6 @@ def diffusers_layout(depth: int | None = None) -> Layout:
 
 STABILITY = Layout("sd3", passthrough=True)
 DIFFUSERS = diffusers_layout()
-PREFIX = "model.diffusion_model."
 
 # %% ../../nbs/32_sd3.ipynb #1f81f2f5
 _CONFIG_KEYS = ["x_embedder.proj.weight", "pos_embed", "context_embedder.weight", "y_embedder.mlp.0.weight",
@@ -290,18 +274,10 @@ def detect_layout(keys, source: str = "checkpoint") -> Layout:
 @patch(cls_method=True)
 def from_safetensors(cls: SD3, path, dtype: torch.dtype | None = None, device="cpu", num_heads: int | None = None) -> SD3:
     "Load a Stability- or diffusers-layout MMDiT (file, shard index or folder; `model.diffusion_model.` prefix optional) lazily."
-    files, meta = read_safetensors(path)
-    if any(k.startswith(PREFIX) for k in files): files = {k[len(PREFIX):]: v for k, v in files.items() if k.startswith(PREFIX)}
-    layout = detect_layout(files, source=str(path))
-    ours, unused = layout.read(files)
-    if missing := [n for k in _CONFIG_KEYS if k not in ours for n in layout.names(k)]:
-        raise ValueError(f"{path}: {layout.name} layout detected, but keys needed to infer the config are missing: {_listing(missing)}")
-    saved = json.loads(meta.get("flame.sd3", "{}"))
-    config = config_from_shapes({k: v.shape for k, v in ours.items()}, num_heads=num_heads or saved.get("num_heads"))
-    with torch.device("meta"): model = cls(config)
-    model = load_state(model, ours, layout=layout, unexpected=unused, available=files, dtype=dtype, device=device, source=str(path))
-    model.loaded_layout = layout.name
-    return model
+    ck = read_checkpoint(path, detect_layout, _CONFIG_KEYS)
+    saved = json.loads(ck.meta.get("flame.sd3", "{}"))
+    config = config_from_shapes({k: v.shape for k, v in ck.ours.items()}, num_heads=num_heads or saved.get("num_heads"))
+    return build_loaded(cls, config, ck, dtype=dtype, device=device, source=str(path))
 
 @patch
 def save_safetensors(self: SD3, path, layout: str = "sd3") -> Path:
@@ -314,27 +290,19 @@ def save_safetensors(self: SD3, path, layout: str = "sd3") -> Path:
     return Path(path)
 
 # %% ../../nbs/32_sd3.ipynb #30f0ca65
-class SD3Denoiser(nn.Module):
+class SD3Denoiser(Denoiser):
     "SD3 as a `DiffusionModel`: latents (B, C, H, W), `t` = sigma·1000, conditioning from `context` and `pooled`."
-    def __init__(self, sd3: SD3, schedule: Schedule = Schedule(shift=3.0)):
-        super().__init__()
-        self.sd3, self.schedule = sd3, schedule
-    def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor) -> Tensor: return self.sd3(x, t, y=y, context=context)
+    def __init__(self, sd3: SD3, schedule: Schedule = Schedule(shift=3.0)): super().__init__(sd3, schedule, "sd3")
+    def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor) -> Tensor: return self.net(x, t, y=y, context=context)
     def condition(self, batch: dict, *, guidance: float | None = None) -> dict:
         "`forward`'s keywords from a batch's `context` and `pooled`; SD3 takes no guidance input."
         return {"context": batch["context"], "y": batch["pooled"]}
-    def stream_units(self) -> list[nn.Module]: return self.sd3.stream_units()
-    def save(self, path) -> Path: return self.sd3.save_safetensors(path, layout=getattr(self.sd3, "loaded_layout", "sd3"))
     @property
-    def net(self) -> SD3: return self.sd3
+    def sd3(self) -> SD3: return self.net
     @property
-    def latent_channels(self) -> int: return self.sd3.config.in_channels
+    def latent_channels(self) -> int: return self.net.config.in_channels
     @property
-    def text_dims(self) -> dict: return {"context": self.sd3.config.context_in_dim, "pooled": self.sd3.config.pooled_dim}
-    @property
-    def checkpointing(self) -> bool: return self.sd3.checkpointing
-    @checkpointing.setter
-    def checkpointing(self, on: bool): self.sd3.checkpointing = bool(on)
+    def text_dims(self) -> dict: return {"context": self.net.config.context_in_dim, "pooled": self.net.config.pooled_dim}
 
 # %% ../../nbs/32_sd3.ipynb #2029ba5b
 SD3_TARGETS = tuple(f"joint_blocks.*.{s}_block.{p}" for s in ("x", "context") for p in ("attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2")) + \
@@ -346,18 +314,9 @@ SD3.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_sd3
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")
 
-def _check_variant(config: SD3Config, want: SD3Config, name: str, source):
-    for f in _SHAPE_FIELDS:
-        if getattr(config, f) != getattr(want, f):
-            raise ValueError(f"checkpoint: {source} is not a {name} transformer ({f} is {getattr(config, f)}, {name} has {getattr(want, f)})")
-
 def sd3_family(name: str, want: SD3Config, about: str) -> Family:
     "The `Family` of an SD3.5 variant whose MMDiT has `want`'s shape."
-    def load(path, *, vae, text_encoder, device, seed):
-        if path is None: raise ValueError(f"checkpoint: --model {name} needs --checkpoint (the MMDiT .safetensors, Stability or diffusers layout)")
-        sd3 = SD3.from_safetensors(path, dtype=torch.bfloat16)
-        _check_variant(sd3.config, want, name, path)
-        return SD3Denoiser(sd3)
+    load = variant_loader(SD3, SD3Denoiser, want, _SHAPE_FIELDS, name, "the MMDiT .safetensors, Stability or diffusers layout")
     def vae(path, *, device, dtype):
         if path is None: raise ValueError(f"vae: --model {name} needs --vae (a diffusers SD3.5 folder or its vae/ folder)")
         return DiffusersVAE(path, device=device, dtype=dtype)
