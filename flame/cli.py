@@ -10,7 +10,7 @@ import argparse, json, sys
 from dataclasses import fields
 from pathlib import Path
 from .models.layers import FAMILIES
-from .train import TrainConfig, train
+from .train import TrainConfig, default_output, train
 
 # %% auto #0
 __all__ = ['parser', 'main']
@@ -21,6 +21,7 @@ _EPILOG = """examples:
   flame train                                    the embedded demo: a LoRA that teaches a tiny Flux a new colour (CPU, minutes)
   flame train --model flux-dev --checkpoint flux1-dev.safetensors --vae FLUX.1-dev --text-encoder FLUX.1-dev \\
               --data my_photos --output runs/me --budget 12GB --steps 1500 --resolution 512
+  flame train --data my_photos                   a run in a new folder, runs/my_photos-<date>-<time>
   flame train --output runs/me --resume          continue a stopped run exactly where it stopped (its options
                                                  come from runs/me/config.json; ones given here override them)
 """
@@ -44,6 +45,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--mode", choices=("lora", "full"), default=D["mode"], help="train a LoRA, or every weight (tiny only) (default: %(default)s)")
     g = p.add_argument_group("data")
     g.add_argument("--data", metavar="DIR", help="folder of images with .txt captions (N_name sub-folders repeat N times); default: procedural shapes")
+    g.add_argument("--allow-empty-captions", action="store_true", help="train images that have no .txt caption on the empty caption "
+                                                                       "(default: refuse, naming them)")
     g.add_argument("--vae", metavar="DIR", help="AutoencoderKL folder, or a diffusers model folder with vae/ (default: a 2×2 patch 'VAE', tiny only)")
     g.add_argument("--text-encoder", metavar="DIR", help="diffusers Flux folder with text_encoder(_2)/ and tokenizer(_2)/ (default: a built-in hash encoder, tiny only)")
     g.add_argument("--resolution", type=int, metavar="PX", help="bucket resolution in pixels (default: the model's: 32 for tiny, 512 for Flux)")
@@ -63,12 +66,15 @@ def parser() -> argparse.ArgumentParser:
                                                                "activation offload / weight streaming by measuring (default: no limit)")
     g.add_argument("--device", default=D["device"], help="auto, cpu, cuda or cuda:N (default: %(default)s)")
     g = p.add_argument_group("output")
-    g.add_argument("--output", default=D["output"], metavar="DIR", help="run folder (default: %(default)s)")
+    g.add_argument("--output", default=D["output"], metavar="DIR", help="run folder (default: runs/demo for the demo; with --data, a new "
+                                                                       "runs/<data folder>-<YYYYmmdd-HHMMSS>)")
     g.add_argument("--format", choices=("kohya", "diffusers"), default=D["format"], help="LoRA file format (default: %(default)s)")
     g.add_argument("--save-every", type=int, default=D["save_every"], metavar="N", help="checkpoint every N steps, 0: only at the end (default: %(default)s)")
     g.add_argument("--sample-every", type=int, default=D["sample_every"], metavar="N", help="sample grid every N steps, 0: before and after only (default: %(default)s)")
     g.add_argument("--resume", action="store_true", help="continue the run in --output from its last checkpoint (bit-exact); "
                                                          "options not given are the run's own")
+    g.add_argument("--overwrite", action="store_true", help="start afresh in --output even if it holds a finished run "
+                                                            "(its checkpoints are deleted, its weights replaced); default: refuse")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     return top
 
@@ -85,7 +91,7 @@ def _resumed(kw: dict, given: set) -> dict:
     if not path.is_file(): return kw
     try: saved = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err: raise ValueError(f"resume: cannot read {path} ({err})") from None
-    return {k: (saved[k] if k not in given and k in saved and k not in ("resume", "progress") else v) for k, v in kw.items()}
+    return {k: (saved[k] if k not in given and k in saved and k not in ("resume", "progress", "overwrite") else v) for k, v in kw.items()}
 
 def main(argv=None) -> int:
     "`flame` entry point; returns the exit status."
@@ -94,6 +100,7 @@ def main(argv=None) -> int:
     if args.command is None:
         top.print_help(); return 0
     kw = {k: v for k, v in vars(args).items() if k != "command"}
+    if kw["output"] is None: kw["output"] = default_output(kw["data"])      # one name for the whole run (and its --resume lookup)
     try:
         if args.resume: kw = _resumed(kw, _given(argv))
         result = train(TrainConfig(**kw))

@@ -58,7 +58,7 @@ def load_rgb(path) -> Image.Image:
 # %% ../nbs/60_data.ipynb #b4171659
 class ImageFolder:
     "Images under `root` (recursively; hidden folders skipped) with `.txt` captions beside them; `N_name` folders repeat N times."
-    def __init__(self, root, repeats: int = 1, caption_ext: str = ".txt"):
+    def __init__(self, root, repeats: int = 1, caption_ext: str = ".txt", allow_empty_captions: bool = False):
         self.root = root = Path(root)
         if not root.is_dir(): raise ValueError(f"data: {root} is not a folder (expected a folder of images with {caption_ext} captions)")
         if not isinstance(repeats, int) or repeats < 1: raise ValueError(f"repeats: expected an int >= 1, got {repeats!r}")
@@ -71,6 +71,12 @@ class ImageFolder:
             for part in p.relative_to(root).parts[:-1]:
                 if m := _REPEATS.match(part): n *= int(m.group(1))
             self.items.append(Item(p.relative_to(root).as_posix(), self._caption(p.with_suffix(caption_ext)), _image_size(p), n))
+        uncaptioned = [p.relative_to(root).as_posix() for p in paths if not p.with_suffix(caption_ext).exists()]
+        if uncaptioned and not allow_empty_captions:
+            shown = ", ".join(uncaptioned[:3]) + (f", … ({len(uncaptioned) - 3} more)" if len(uncaptioned) > 3 else "")
+            raise ValueError(f"data: {len(uncaptioned)} of {len(paths)} images in {root} have no {caption_ext} caption ({shown}); "
+                             f"write a {caption_ext} beside each, or pass --allow-empty-captions to train them on the empty caption")
+        self.uncaptioned = uncaptioned
         self._hashes = {}
 
     @staticmethod

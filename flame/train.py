@@ -8,7 +8,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 
 # %% ../nbs/70_train.ipynb #22161870
 from __future__ import annotations
-import csv, io, json, math, os, signal, time
+import csv, fcntl, io, json, math, os, signal, time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field
 from typing import NamedTuple
@@ -29,9 +29,10 @@ from .diffusion import diffusion_loss, sample, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
-__all__ = ['TrainConfig', 'Run', 'setup', 'TrainState', 'start_state', 'micro_batch', 'micro_batch_loss', 'train_step',
-           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples',
-           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'TrainResult', 'plan_run_memory', 'train']
+__all__ = ['TrainConfig', 'default_output', 'Run', 'check_unlocked', 'run_lock', 'setup', 'TrainState', 'start_state',
+           'micro_batch', 'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses',
+           'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
+           'record_first_step', 'TrainResult', 'plan_run_memory', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -45,7 +46,7 @@ class TrainConfig:
     data: str | None = None              # folder of images + .txt captions; None: the family's default data (the demo's shapes)
     vae: str | None = None               # the VAE's folder; None: the family's default (tiny: a parameter-free PatchVAE)
     text_encoder: str | None = None      # the text encoders' folder; None: the family's default (tiny: HashTextEncoder)
-    output: str = "runs/demo"
+    output: str | None = None           # the run folder; None: runs/demo for the demo, runs/<data folder>-<YYYYmmdd-HHMMSS> with data
     mode: str = "lora"                   # lora | full
     steps: int = 400
     rank: int = 8
@@ -69,6 +70,8 @@ class TrainConfig:
     sample_steps: int | None = None      # None: the family's
     format: str = "kohya"
     resume: bool = False
+    overwrite: bool = False              # start afresh over a finished run in `output` (otherwise refused)
+    allow_empty_captions: bool = False   # train images without a caption file on the empty caption (otherwise refused)
     device: str = "auto"
     progress: bool = True
 
@@ -88,7 +91,13 @@ def _check_ints(c: TrainConfig):
     if c.resolution is not None and (not isinstance(c.resolution, int) or c.resolution < 16 or c.resolution % 16):
         _bad(c, "resolution", "a multiple of 16 (pixels)")
 
+def default_output(data: str | None, now: float | None = None) -> str:
+    "The run folder when none is given: runs/demo for the demo (no data), else runs/<data folder name>-<YYYYmmdd-HHMMSS>."
+    if data is None: return "runs/demo"
+    return f"runs/{Path(data).resolve().name or 'data'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
+
 def _validate(self: TrainConfig):
+    if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
     for name, ok in (("mode", ("lora", "full")), ("format", ("kohya", "diffusers")), ("crop", ("center", "random"))):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
@@ -155,7 +164,7 @@ def _adapt(c: TrainConfig, model: DiffusionModel):
 
 def _data(c: TrainConfig, fam: Family, data):
     if data is not None: return data
-    if c.data is not None: return ImageFolder(c.data, repeats=c.repeats)
+    if c.data is not None: return ImageFolder(c.data, repeats=c.repeats, allow_empty_captions=c.allow_empty_captions)
     if fam.data is None: raise ValueError(f"data: --model {c.model} needs --data (a folder of images with .txt captions)")
     return fam.data(c.res)
 
@@ -196,16 +205,70 @@ def _save_checkpoint(path: Path, opt: FlatAdamW, ema: Tensor | None, gen: torch.
     atomic_write(path, save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata={"flame.train": json.dumps(meta)}))
 
 # %% ../nbs/70_train.ipynb #a6edd8b0
+def _finished(out: Path) -> str | None:
+    "What shows that `out` holds a finished run (its last checkpoint at its last step, or final weights), or None."
+    if (last := _last_checkpoint(out)) is not None:
+        meta = _checkpoint_meta(last)
+        if meta["step"] >= meta["config"]["steps"]: return f"its last checkpoint is step {meta['step']} of {meta['config']['steps']}"
+        return None
+    for name in ("lora.safetensors", "model.safetensors"):
+        if (out / name).is_file(): return f"it holds {name}"
+    return None
+
 def _refuse_unfinished(c: TrainConfig, out: Path):
-    if not c.resume and (last := _last_checkpoint(out)) is not None:
+    "A fresh start may not throw away a run: unfinished ones continue with --resume, finished ones are replaced only with --overwrite."
+    if c.resume or c.overwrite: return
+    if (last := _last_checkpoint(out)) is not None:
         meta = _checkpoint_meta(last)
         if meta["step"] < meta["config"]["steps"]:
             raise ValueError(f"output: {out} holds an unfinished run (stopped at step {meta['step']} of {meta['config']['steps']}); "
-                             "pass --resume to continue it, or choose another --output")
+                             "pass --resume to continue it, --overwrite to start over, or choose another --output")
+    if (why := _finished(out)) is not None:
+        raise ValueError(f"output: {out} holds a finished run ({why}); choose another --output, or pass --overwrite to replace it")
+
+def _lock_holder(fd: int) -> str:
+    try: return os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+    except OSError: return "unknown"
+
+def _in_use(out: Path, holder: str) -> ValueError:
+    return ValueError(f"output: {out} is in use by another flame train (PID {holder}); wait for it to end, or choose another --output")
+
+def check_unlocked(out: Path):
+    "Refuse (ValueError naming the PID) if a live process holds the run folder's lock; writes nothing. A dead holder's lock is free."
+    try: fd = os.open(out / ".lock", os.O_RDONLY)
+    except OSError: return                                # no lock file (or no folder): nobody holds it
+    try:
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError: raise _in_use(out, _lock_holder(fd)) from None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally: os.close(fd)
+
+@contextmanager
+def run_lock(out: Path):
+    "Hold `out/.lock` exclusively (flock, holding our PID) while inside: one process per run folder. The kernel drops the lock of a dead process."
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / ".lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd); os.close(fd); raise _in_use(out, holder) from None
+        try: same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError: same = False
+        if same: break
+        os.close(fd)                                       # its holder removed the file as we opened it: take the new one
+    try:
+        os.ftruncate(fd, 0); os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield path
+    finally:
+        try: path.unlink()                                 # while still holding it: whoever opens the file next opens a new one
+        except FileNotFoundError: pass
+        os.close(fd)
 
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
     c, out = config, Path(config.output)
+    check_unlocked(out)                                   # another process trains into this folder: say so at once
     device, fam = _device(c.device), family(c.model)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     vae, text = fam.vae(c.vae, device=device, dtype=dtype), fam.text_encoder(c.text_encoder, device=device, dtype=dtype)
@@ -359,7 +422,7 @@ def start_output(run: Run, log=print) -> Prompts:
     "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."
     c, out, ds = run.config, run.out, run.data
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    if run.resume_from is None:                  # a fresh start over a finished run (setup refuses unfinished ones)
+    if run.resume_from is None:                  # a fresh start over an earlier run: setup allowed it only with overwrite
         for old in _checkpoints(out): old.unlink()
     atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
     if ds.cache_dir is not None:
@@ -467,6 +530,9 @@ def train(config: TrainConfig, *, model=None, data=None) -> TrainResult:
     with _threads(1 if small else None): return _train(run, t_start)
 
 def _train(run: Run, t_start: float) -> TrainResult:
+    with run_lock(run.out): return _loop(run, t_start)               # one process per run folder, until the run ends (or fails)
+
+def _loop(run: Run, t_start: float) -> TrainResult:
     from tqdm import tqdm
     c = run.config
     prompts = start_output(run)                                       # everything is validated: from here on we write

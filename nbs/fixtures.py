@@ -28,3 +28,35 @@ def tiny_field_components(root, seed: int = 0, latent_channels: int = 4, vae_blo
                   block_out_channels=tuple(8 * 2 ** min(i, 1) for i in range(vae_blocks)), layers_per_block=1, latent_channels=latent_channels,
                   norm_num_groups=4, sample_size=32, shift_factor=0.1, scaling_factor=0.5).save_pretrained(root / "vae")
     return root
+
+
+def tiny_sd3_components(root, seed: int = 0, latent_channels: int = 16, vae_blocks: int = 2, clip_dims: tuple = (32, 48), t5_dim: int = 96):
+    """Save random small CLIP-L-like and bigG-like `CLIPTextModelWithProjection`s (widths `clip_dims`, projection = width),
+    a T5 encoder (`t5_dim` wide, at least sum(clip_dims)), word-level tokenizers and an AutoencoderKL (`latent_channels`,
+    2^(vae_blocks-1)x down, SD3's scaling and shift factors) to `root` in the diffusers SD3 layout, for tests."""
+    from pathlib import Path
+    import torch
+    from diffusers import AutoencoderKL
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, PreTrainedTokenizerFast, T5Config, T5EncoderModel
+    if sum(clip_dims) > t5_dim: raise ValueError(f"t5_dim: expected at least {sum(clip_dims)} (the CLIP widths joined), got {t5_dim}")
+    root = Path(root)
+    words = ["<pad>", "</s>", "<unk>", "<s>", "a", "an", "the", "of", "on", "my", "dog", "thing",
+             "red", "green", "blue", "yellow", "cyan", "magenta", "white", "circle", "square", "triangle"]
+    torch.manual_seed(seed)
+    for sub, bos, n in (("tokenizer", True, 77), ("tokenizer_2", True, 77), ("tokenizer_3", False, 512)):   # CLIP: <s> ... </s>; T5: ... </s>
+        tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        tok.post_processor = processors.TemplateProcessing(single=("<s> $A </s>" if bos else "$A </s>"), special_tokens=[("<s>", 3), ("</s>", 1)])
+        PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", bos_token="<s>",
+                                model_max_length=n).save_pretrained(root / sub)
+    for sub, width in zip(("text_encoder", "text_encoder_2"), clip_dims):
+        CLIPTextModelWithProjection(CLIPTextConfig(vocab_size=len(words), hidden_size=width, intermediate_size=37, num_hidden_layers=2,
+                                                   num_attention_heads=2, max_position_embeddings=77, projection_dim=width,
+                                                   pad_token_id=0, eos_token_id=1, bos_token_id=3)).save_pretrained(root / sub)
+    T5EncoderModel(T5Config(vocab_size=len(words), d_model=t5_dim, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
+                            pad_token_id=0, eos_token_id=1)).save_pretrained(root / "text_encoder_3")
+    AutoencoderKL(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * vae_blocks, up_block_types=("UpDecoderBlock2D",) * vae_blocks,
+                  block_out_channels=tuple(8 * 2 ** min(i, 1) for i in range(vae_blocks)), layers_per_block=1, latent_channels=latent_channels,
+                  norm_num_groups=4, sample_size=32, shift_factor=0.0609, scaling_factor=1.5305).save_pretrained(root / "vae")
+    return root

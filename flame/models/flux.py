@@ -20,6 +20,7 @@ from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, 
                                  rope_attention, split_heads, timestep_embedding,
                                  write_safetensors, _component, _fingerprint, _quiet)
 from .layers import check_shape as _check
+from .layers import _listing
 
 # %% auto #0
 __all__ = ['BFL', 'DIFFUSERS', 'LAYOUTS', 'FLUX_TARGETS', 'FLUX_MODULATION_TARGETS', 'FLUX_DEV', 'FLUX_SCHNELL', 'FluxConfig',
@@ -240,29 +241,79 @@ def detect_layout(keys, source: str = "checkpoint") -> Layout:
 _CONFIG_KEYS = ["img_in.weight", "txt_in.weight", "vector_in.in_layer.weight", "final_layer.linear.weight",
                 "double_blocks.0.img_attn.norm.query_norm.scale", "double_blocks.0.img_mlp.0.weight"]
 
-def _count(shapes, prefix: str) -> int:
-    idx = {int(k[len(prefix):].split(".")[0]) for k in shapes if k.startswith(prefix)}
-    return max(idx) + 1 if idx else 0
+def _blocks(shapes, prefix: str) -> dict[int, set]:
+    "{index: the keys under `prefix`INDEX.} of the blocks in `shapes`."
+    out: dict[int, set] = {}
+    for k in shapes:
+        if k.startswith(prefix):
+            i, _, rest = k[len(prefix):].partition(".")
+            if not i.isdigit(): raise ValueError(f"shapes: {k} is not a key of a numbered block")
+            out.setdefault(int(i), set()).add(rest)
+    return out
 
-def config_from_shapes(shapes: dict[str, tuple], axes_dim=None, theta: int = 10_000) -> FluxConfig:
-    "Infer a `FluxConfig` from {BFL key: shape}."
+def _count(shapes, prefix: str, check: bool = True) -> int:
+    "How many blocks under `prefix`; with `check`, their indices must run 0…n-1 and each block hold block 0's keys."
+    blocks = _blocks(shapes, prefix)
+    n = max(blocks) + 1 if blocks else 0
+    if not check: return n
+    if gaps := [i for i in range(n) if i not in blocks]:
+        raise ValueError(f"shapes: the {prefix}* indices are not contiguous: {_listing(f'{prefix}{i}' for i in gaps)} missing "
+                         f"(found {prefix}{_listing(map(str, sorted(blocks)))})")
+    for i in range(1, n):
+        if blocks[i] != blocks[0]:
+            lacks, extra = sorted(blocks[0] - blocks[i]), sorted(blocks[i] - blocks[0])
+            raise ValueError(f"shapes: block {prefix}{i} differs from {prefix}0: "
+                             + "; ".join(s for s in (f"it lacks {_listing(f'{prefix}{i}.{k}' for k in lacks)}" if lacks else "",
+                                                     f"it has {_listing(f'{prefix}{i}.{k}' for k in extra)} which {prefix}0 has not" if extra else "") if s))
+    return n
+
+def config_from_shapes(shapes: dict[str, tuple], axes_dim=None, theta: int = 10_000, check_blocks: bool = True) -> FluxConfig:
+    "Infer a `FluxConfig` from {BFL key: shape}; `check_blocks`: block indices contiguous, every block with block 0's keys."
     if missing := [k for k in _CONFIG_KEYS if k not in shapes]: raise ValueError(f"shapes: cannot infer the config without {missing}")
     hidden, in_channels = shapes["img_in.weight"]
     return FluxConfig(in_channels=in_channels, out_channels=shapes["final_layer.linear.weight"][0],
                       vec_in_dim=shapes["vector_in.in_layer.weight"][1], context_in_dim=shapes["txt_in.weight"][1],
                       hidden_size=hidden, mlp_ratio=shapes["double_blocks.0.img_mlp.0.weight"][0] / hidden,
                       num_heads=hidden // shapes["double_blocks.0.img_attn.norm.query_norm.scale"][0],
-                      depth=_count(shapes, "double_blocks."), depth_single_blocks=_count(shapes, "single_blocks."),
+                      depth=_count(shapes, "double_blocks.", check_blocks), depth_single_blocks=_count(shapes, "single_blocks.", check_blocks),
                       axes_dim=axes_dim, theta=theta, qkv_bias="double_blocks.0.img_attn.qkv.bias" in shapes,
                       guidance_embed="guidance_in.in_layer.weight" in shapes)
+
+# diffusers' config.json names → ours, for what the weights' shapes must agree with
+_DIFFUSERS_CONFIG = {"num_layers": "depth", "num_single_layers": "depth_single_blocks"}
+
+def _diffusers_config(path: Path) -> tuple[Path | None, dict]:
+    "The diffusers `config.json` beside the weights of a folder (or a shard index) load, and its contents; (None, {}) if none."
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent if path.name.endswith(".json") else None
+    if folder is None or not (folder / "config.json").is_file(): return None, {}
+    try: cfg = json.loads((folder / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"checkpoint: {folder / 'config.json'} is unreadable ({e})") from None
+    return folder / "config.json", cfg if isinstance(cfg, dict) else {}
+
+def _check_depths(config: FluxConfig, want: dict, source: str):
+    "The block counts in the weights must be those `want` (config.json's or FLAME's metadata) names."
+    for ours, n in want.items():
+        if n is not None and getattr(config, ours) != n:
+            prefix = "double_blocks." if ours == "depth" else "single_blocks."
+            raise ValueError(f"checkpoint: {source} says {n} {prefix}* blocks, but the weights hold {getattr(config, ours)} "
+                             f"(the last is {prefix}{getattr(config, ours) - 1}): the checkpoint is incomplete or not the one its config describes")
 
 @patch(cls_method=True)
 def from_safetensors(cls: Flux, path, dtype: torch.dtype | None = None, device="cpu", axes_dim=None, theta=None) -> Flux:
     "Load a BFL- or diffusers-layout Flux (file, shard index, or folder; optional `model.diffusion_model.` prefix) lazily."
     ck = read_checkpoint(path, detect_layout, _CONFIG_KEYS)
     saved = json.loads(ck.meta.get("flame.flux", "{}"))
-    config = config_from_shapes({k: v.shape for k, v in ck.ours.items()}, axes_dim=axes_dim or saved.get("axes_dim"),
-                                theta=theta or saved.get("theta", 10_000))
+    cfg_path, dcfg = _diffusers_config(path)
+    rope = dcfg.get("axes_dims_rope")
+    # a block missing keys, or a gap in the indices, is named in the file's own layout by the loader (missing keys)
+    config = config_from_shapes({k: v.shape for k, v in ck.ours.items()}, axes_dim=axes_dim or saved.get("axes_dim") or rope,
+                                theta=theta or saved.get("theta", 10_000), check_blocks=False)
+    if cfg_path is not None:
+        _check_depths(config, {ours: dcfg.get(k) for k, ours in _DIFFUSERS_CONFIG.items()}, str(cfg_path))
+        if rope is not None and tuple(rope) != tuple(config.axes_dim):
+            raise ValueError(f"checkpoint: {cfg_path} says axes_dims_rope={list(rope)}, but the model is built with axes_dim={list(config.axes_dim)}")
+    _check_depths(config, {k: saved.get(k) for k in ("depth", "depth_single_blocks")}, f"{path} (its flame.flux metadata)")
     return build_loaded(cls, config, ck, dtype=dtype, device=device, source=str(path))
 
 # %% ../../nbs/31_flux.ipynb #e44071a5
@@ -271,7 +322,8 @@ def save_safetensors(self: Flux, path, layout: str = "bfl") -> Path:
     "Write the weights to `path` in `layout` ('bfl' or 'diffusers'), one tensor at a time, atomically."
     if layout not in LAYOUTS: raise ValueError(f"layout: expected one of {sorted(LAYOUTS)}, got {layout!r}")
     ours = {k: LazyTensor.of(t) for k, t in self.state_dict().items()}
-    meta = {"format": "pt", "flame.flux": json.dumps({"axes_dim": list(self.config.axes_dim), "theta": self.config.theta})}
+    meta = {"format": "pt", "flame.flux": json.dumps({"axes_dim": list(self.config.axes_dim), "theta": self.config.theta,
+                                           "depth": self.config.depth, "depth_single_blocks": self.config.depth_single_blocks})}
     write_safetensors(LAYOUTS[layout].write(ours, dims={"hidden": self.config.hidden_size}), path, metadata=meta)
     return Path(path)
 

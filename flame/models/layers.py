@@ -529,6 +529,8 @@ FAMILIES = {                    # --model name: "module:attribute" of its Family
     "tiny": "flame.demo:TINY",
     "flux-dev": "flame.models.flux:FLUX_DEV",
     "flux-schnell": "flame.models.flux:FLUX_SCHNELL",
+    "sd3.5-large": "flame.models.sd3:SD35_LARGE",
+    "sd3.5-medium": "flame.models.sd3:SD35_MEDIUM",
 }
 
 def family(name: str) -> Family:

@@ -17,13 +17,13 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
-                                 split_heads, timestep_embedding, write_safetensors)
+                                 split_heads, timestep_embedding, write_safetensors, _component, _fingerprint, _quiet)
 from .layers import check_shape as _check
 
 # %% auto #0
 __all__ = ['STABILITY', 'DIFFUSERS', 'SD3_TARGETS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm', 'SelfAttention', 'Mlp',
            'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'SD3', 'diffusers_layout', 'config_from_shapes',
-           'detect_layout', 'SD3Denoiser', 'sd3_family']
+           'detect_layout', 'SD3Denoiser', 'SD3TextEncoder', 'sd3_family', 'sd3_sigmas']
 
 # %% ../../nbs/32_sd3.ipynb #e2013b7b
 @dataclass(frozen=True)
@@ -311,6 +311,44 @@ SD3.lora_targets = SD3_TARGETS
 SD3.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_sd3", "ss_base_model_version": "sd3"},
                              diffusers_layout=DIFFUSERS, layout_dims=lambda net: {"hidden": net.config.hidden})
 
+# %% ../../nbs/32_sd3.ipynb #8e8971be
+_SD3_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L tokenizer"), ("text_encoder_2", "OpenCLIP bigG text model"),
+                   ("tokenizer_2", "OpenCLIP bigG tokenizer"), ("text_encoder_3", "T5 encoder"), ("tokenizer_3", "T5 tokenizer")]
+
+class SD3TextEncoder:
+    "SD3's text conditioning from a local diffusers SD3 folder: [CLIP-L ‖ bigG penultimate states, zero-padded; T5 tokens] and the two CLIPs' projected pooled vectors."
+    def __init__(self, path, max_length: int = 256, device="cpu", dtype: torch.dtype = torch.float32):
+        from transformers import AutoTokenizer, CLIPTextModelWithProjection, T5EncoderModel
+        root = Path(path)
+        if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers SD3 folder with text_encoder/, text_encoder_2/, text_encoder_3/ and their tokenizer folders)")
+        parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in _SD3_TEXT_PARTS}
+        def model(cls, k): return cls.from_pretrained(parts[k], torch_dtype=dtype).to(device).eval().requires_grad_(False)
+        try:
+            with _quiet():
+                self.tokenizers = [AutoTokenizer.from_pretrained(parts[k]) for k in ("tokenizer", "tokenizer_2", "tokenizer_3")]
+                self.clips = [model(CLIPTextModelWithProjection, k) for k in ("text_encoder", "text_encoder_2")]
+                self.t5 = model(T5EncoderModel, "text_encoder_3")
+        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load CLIP-L/bigG/T5 from {root} ({err})") from None
+        self.max_length, self.device = max_length, torch.device(device)
+        self.dim = self.t5.config.d_model
+        widths = [c.config.hidden_size for c in self.clips]
+        if sum(widths) > self.dim: raise ValueError(f"text_encoder: the CLIP widths {widths} add up to more than T5's {self.dim}")
+        self.pooled_dim = sum(c.config.projection_dim for c in self.clips)
+        self.name = f"sd3-text:{max_length}:{_fingerprint(*parts.values())}"
+    def _ids(self, tokenizer, captions, n):
+        return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
+    @torch.no_grad()
+    def encode(self, captions: list[str]) -> tuple[Tensor, Tensor]:
+        "(context (B, 77 + max_length, dim), pooled (B, pooled_dim)) as diffusers' `StableDiffusion3Pipeline.encode_prompt` builds them."
+        states, pooled = [], []
+        for tok, clip in zip(self.tokenizers, self.clips):
+            out = clip(self._ids(tok, captions, min(77, tok.model_max_length)), output_hidden_states=True)
+            states.append(out.hidden_states[-2]); pooled.append(out.text_embeds)
+        clip_ctx = torch.cat(states, -1)
+        t5 = self.t5(self._ids(self.tokenizers[2], captions, self.max_length)).last_hidden_state
+        return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
+    def __repr__(self): return f"SD3TextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
+
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")
 
@@ -321,8 +359,17 @@ def sd3_family(name: str, want: SD3Config, about: str) -> Family:
         if path is None: raise ValueError(f"vae: --model {name} needs --vae (a diffusers SD3.5 folder or its vae/ folder)")
         return DiffusersVAE(path, device=device, dtype=dtype)
     def text(path, *, device, dtype):
-        raise ValueError(f"text_encoder: the {name} text encoder (CLIP-L + OpenCLIP bigG + T5-XXL) is not implemented yet")
+        if path is None: raise ValueError(f"text_encoder: --model {name} needs --text-encoder (a diffusers SD3.5 folder with text_encoder/, text_encoder_2/, text_encoder_3/ and their tokenizers)")
+        return SD3TextEncoder(path, device=device, dtype=dtype)
     return Family(name, load, vae, text, resolution=1024, sample_steps=28, guidance=None, full=False, wrap=SD3Denoiser, about=about)
 
 SD35_LARGE = sd3_family("sd3.5-large", SD3Config.large(), "Stable Diffusion 3.5 Large (8.1B MMDiT)")
 SD35_MEDIUM = sd3_family("sd3.5-medium", SD3Config.medium(), "Stable Diffusion 3.5 Medium (2.5B MMDiT-X)")
+
+# %% ../../nbs/32_sd3.ipynb #fd594f80
+def sd3_sigmas(steps: int, shift: float = 3.0, num_train_timesteps: int = 1000) -> Tensor:
+    "`steps + 1` sigmas from 1 to 0 (fp32) as diffusers' `FlowMatchEulerDiscreteScheduler(shift)` and Stability's SD3 sampler space them."
+    if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps: expected an int >= 1, got {steps!r}")
+    shifted = lambda s: shift * s / (1 + (shift - 1) * s)
+    s = torch.linspace(1.0, shifted(1 / num_train_timesteps), steps, dtype=torch.float64)
+    return torch.cat((shifted(s), s.new_zeros(1))).float()
