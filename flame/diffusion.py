@@ -20,7 +20,8 @@ from .models.flux import Flux, FluxDenoiser
 # %% auto #0
 __all__ = ['FLUX_VAE_SCALE', 'FLUX_VAE_SHIFT', 'noisy_latents', 'velocity_target', 'flow_matching_loss', 'alphas_cumprod',
            'diffusion_loss', 'flux_mu', 'time_shift', 'image_seq_len', 'TimestepSampler', 'training_timesteps',
-           'flux_schedule', 'to_model_latents', 'to_vae_latents', 'flux_noise', 'euler_sample', 'sample_flux', 'sample']
+           'flux_schedule', 'to_model_latents', 'to_vae_latents', 'flux_noise', 'euler_sample', 'sample_flux',
+           'flow_match_sigmas', 'sample']
 
 # %% ../nbs/50_diffusion.ipynb #3afee945
 def _per_sample(t: Tensor, x: Tensor) -> Tensor:
@@ -240,6 +241,17 @@ def _ddim(predict: Callable, x: Tensor, steps: int, schedule: Schedule) -> Tenso
         x = a_next ** 0.5 * x0 + (1 - a_next) ** 0.5 * eps
     return x
 
+def flow_match_sigmas(steps: int, shift: float = 3.0, num_steps: int = 1000) -> Tensor:
+    "`steps + 1` sigmas 1 → 0 (fp32) spaced as Stability's SD3 sampler and diffusers' `FlowMatchEulerDiscreteScheduler(shift)`."
+    if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps: expected a positive int, got {steps!r}")
+    shifted = lambda s: shift * s / (1 + (shift - 1) * s)
+    s = torch.linspace(1.0, shifted(1 / num_steps), steps, dtype=torch.float64)
+    return torch.cat((shifted(s), s.new_zeros(1))).float()
+
+def _flow_times(s: Schedule, steps: int, h: int, w: int) -> Tensor:
+    if s.grid == "sd3": return flow_match_sigmas(steps, s.shift, s.num_steps)
+    return flux_schedule(steps, (h // s.patch) * (w // s.patch), shift=s.shift)
+
 @torch.no_grad()
 def sample(model: Callable, noise: Tensor, steps: int, cond: dict, *, neg_cond: dict | None = None, cfg_scale: float = 1.0) -> Tensor:
     "Latents from `noise` in `steps` steps of `model(x, t, **cond)`: Euler for a flow, DDIM for eps / v; CFG when `cfg_scale` != 1."
@@ -248,5 +260,4 @@ def sample(model: Callable, noise: Tensor, steps: int, cond: dict, *, neg_cond: 
     if cfg_scale != 1.0 and neg_cond is None: raise ValueError("neg_cond: classifier-free guidance (cfg_scale != 1) needs a negative conditioning")
     predict = _guided(model, cond, neg_cond, cfg_scale)
     if s.objective != "flow": return _ddim(predict, noise, steps, s)
-    h, w = noise.shape[-2:]
-    return _euler(predict, noise, flux_schedule(steps, (h // s.patch) * (w // s.patch), shift=s.shift))
+    return _euler(predict, noise, _flow_times(s, steps, *noise.shape[-2:]))

@@ -441,8 +441,11 @@ class Schedule:
     num_steps: int = 1000            # eps / v: length of the discrete chain
     beta_start: float = 0.00085      # eps / v: "scaled linear" betas (SD 1.x, SDXL)
     beta_end: float = 0.012
+    grid: str = "even"               # flow sampling: "even" (BFL: an even grid 1 → 0, then shifted) or "sd3" (Stability's
+                                     # and diffusers' FlowMatchEuler: even from 1 to the smallest training sigma, shifted, then 0)
 
     def __post_init__(self):
+        if self.grid not in ("even", "sd3"): raise ValueError(f"grid: expected 'even' or 'sd3', got {self.grid!r}")
         if self.objective not in OBJECTIVES: raise ValueError(f"objective: expected one of {list(OBJECTIVES)}, got {self.objective!r}")
         if self.shift != "flux" and (isinstance(self.shift, str) or not self.shift > 0):
             raise ValueError(f"shift: expected a positive number or 'flux', got {self.shift!r}")

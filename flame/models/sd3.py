@@ -23,7 +23,7 @@ from .layers import check_shape as _check
 # %% auto #0
 __all__ = ['STABILITY', 'DIFFUSERS', 'SD3_TARGETS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm', 'SelfAttention', 'Mlp',
            'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'SD3', 'diffusers_layout', 'config_from_shapes',
-           'detect_layout', 'SD3Denoiser', 'SD3TextEncoder', 'sd3_family', 'sd3_sigmas']
+           'detect_layout', 'SD3Denoiser', 'SD3TextEncoder', 'sd3_family']
 
 # %% ../../nbs/32_sd3.ipynb #e2013b7b
 @dataclass(frozen=True)
@@ -291,9 +291,9 @@ def save_safetensors(self: SD3, path, layout: str = "sd3") -> Path:
 
 # %% ../../nbs/32_sd3.ipynb #30f0ca65
 class SD3Denoiser(Denoiser):
-    "SD3 as a `DiffusionModel`: latents (B, C, H, W), `t` = sigma·1000, conditioning from `context` and `pooled`."
-    def __init__(self, sd3: SD3, schedule: Schedule = Schedule(shift=3.0)): super().__init__(sd3, schedule, "sd3")
-    def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor) -> Tensor: return self.net(x, t, y=y, context=context)
+    "SD3 as a `DiffusionModel`: latents (B, C, H, W), flow time `t` = sigma in [0, 1] (the MMDiT gets sigma·1000), `context`, `pooled`."
+    def __init__(self, sd3: SD3, schedule: Schedule = Schedule(shift=3.0, grid="sd3")): super().__init__(sd3, schedule, "sd3")
+    def forward(self, x: Tensor, t: Tensor, context: Tensor, *, y: Tensor) -> Tensor: return self.net(x, t * 1000, y=y, context=context)
     def condition(self, batch: dict, *, guidance: float | None = None) -> dict:
         "`forward`'s keywords from a batch's `context` and `pooled`; SD3 takes no guidance input."
         return {"context": batch["context"], "y": batch["pooled"]}
@@ -365,11 +365,3 @@ def sd3_family(name: str, want: SD3Config, about: str) -> Family:
 
 SD35_LARGE = sd3_family("sd3.5-large", SD3Config.large(), "Stable Diffusion 3.5 Large (8.1B MMDiT)")
 SD35_MEDIUM = sd3_family("sd3.5-medium", SD3Config.medium(), "Stable Diffusion 3.5 Medium (2.5B MMDiT-X)")
-
-# %% ../../nbs/32_sd3.ipynb #fd594f80
-def sd3_sigmas(steps: int, shift: float = 3.0, num_train_timesteps: int = 1000) -> Tensor:
-    "`steps + 1` sigmas from 1 to 0 (fp32) as diffusers' `FlowMatchEulerDiscreteScheduler(shift)` and Stability's SD3 sampler space them."
-    if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps: expected an int >= 1, got {steps!r}")
-    shifted = lambda s: shift * s / (1 + (shift - 1) * s)
-    s = torch.linspace(1.0, shifted(1 / num_train_timesteps), steps, dtype=torch.float64)
-    return torch.cat((shifted(s), s.new_zeros(1))).float()
