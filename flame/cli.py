@@ -6,22 +6,25 @@ Docs: https://flame-dev.github.io/flame/cli.html.md"""
 
 # %% ../nbs/72_cli.ipynb #7ad53b50
 from __future__ import annotations
-import argparse, json, sys
-from dataclasses import fields
+import argparse, ast, difflib, json, os, sys, tempfile
+from importlib.util import find_spec
 from pathlib import Path
-from .models.layers import FAMILIES
-from .train import TrainConfig, default_output, train
 
 # %% auto #0
 __all__ = ['parser', 'main']
 
 # %% ../nbs/72_cli.ipynb #6c2b420d
-_DEFAULTS = {f.name: f.default for f in fields(TrainConfig)}
+_DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", steps=400, rank=8,
+                 alpha=None, lr=3e-3, batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
+                 weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
+                 sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
+                 caption_dropout=0.0, device="auto", progress=True)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
 _EPILOG = """examples:
   flame train                                    the embedded demo: a LoRA that teaches a tiny Flux a new colour (CPU, minutes)
   flame train --model flux-dev --checkpoint flux1-dev.safetensors --vae FLUX.1-dev --text-encoder FLUX.1-dev \\
               --data my_photos --output runs/me --budget 12GB --steps 1500 --resolution 512
   flame train --data my_photos                   a run in a new folder, runs/my_photos-<date>-<time>
+  flame train --config run.toml --lr 1e-4        options from a TOML file (keys: TrainConfig's fields), flags override them
   flame train --output runs/me --resume          continue a stopped run exactly where it stopped (its options
                                                  come from runs/me/config.json; ones given here override them)
 """
@@ -29,48 +32,79 @@ _EPILOG = """examples:
 def _size(s: str):
     return int(s) if s.isdigit() else s
 
+def _grad_norm(s) -> float | None:
+    "--max-grad-norm: a positive number; 0, none or off: no clipping (None)."
+    if isinstance(s, str) and s.strip().lower() in ("none", "off"): return None
+    try: v = float(s)
+    except (TypeError, ValueError): raise argparse.ArgumentTypeError(f"expected a number, or 0 / none for no clipping, got {s!r}") from None
+    return None if v == 0 else v
+
+def _families() -> list | None:
+    "The --model names: the keys of `flame.models.layers.FAMILIES`, read from its source (importing it would import torch)."
+    try:
+        tree = ast.parse((Path(find_spec("flame").origin).parent / "models" / "layers.py").read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "FAMILIES" for t in node.targets):
+                return list(ast.literal_eval(node.value))
+    except (OSError, SyntaxError, ValueError, TypeError): pass
+    return None
+
 # %% ../nbs/72_cli.ipynb #2e6c408a
 def parser() -> argparse.ArgumentParser:
-    "The `flame` argument parser (sub-command `train`)."
+    "The `flame` argument parser (sub-command `train`). Options not given are absent from the namespace (TrainConfig's defaults apply)."
     top = argparse.ArgumentParser(prog="flame", description="FLAME: train LoRAs and fine-tunes of large diffusion models on small GPUs.")
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("train", help="train a LoRA (or a small model) with flow matching", epilog=_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, argument_default=argparse.SUPPRESS,
                        description="Train a LoRA on Flux, or fully fine-tune a small model. With no arguments: the embedded demo "
                                    "(procedural shapes, a tiny Flux built once, writes runs/demo/).")
-    D = _DEFAULTS
+    D = {k: v for k, v in _DEFAULTS.items()}
+    p.add_argument("--config", metavar="TOML", help="read options from a TOML file: a flat table whose keys are these options' names with "
+                                                    "_ for - (steps = 1500, sample_prompts = [\"a\", \"b\"]); flags given here override it")
     g = p.add_argument_group("model")
-    g.add_argument("--model", choices=list(FAMILIES), default=D["model"], help="model family (default: %(default)s)")
+    g.add_argument("--model", choices=_families(), help=f"model family (default: {D['model']})")
     g.add_argument("--checkpoint", metavar="PATH", help="the base model's .safetensors (Flux: BFL or diffusers layout); tiny: default is the demo base")
-    g.add_argument("--mode", choices=("lora", "full"), default=D["mode"], help="train a LoRA, or every weight (tiny only) (default: %(default)s)")
+    g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight (tiny only) (default: {D['mode']})")
     g = p.add_argument_group("data")
     g.add_argument("--data", metavar="DIR", help="folder of images with .txt captions (N_name sub-folders repeat N times); default: procedural shapes")
     g.add_argument("--allow-empty-captions", action="store_true", help="train images that have no .txt caption on the empty caption "
                                                                        "(default: refuse, naming them)")
+    g.add_argument("--caption-dropout", type=float, metavar="P", help="train a sample on the empty caption with probability P, "
+                                                                      f"for classifier-free guidance (default: {D['caption_dropout']})")
     g.add_argument("--vae", metavar="DIR", help="AutoencoderKL folder, or a diffusers model folder with vae/ (default: a 2×2 patch 'VAE', tiny only)")
     g.add_argument("--text-encoder", metavar="DIR", help="diffusers Flux folder with text_encoder(_2)/ and tokenizer(_2)/ (default: a built-in hash encoder, tiny only)")
     g.add_argument("--resolution", type=int, metavar="PX", help="bucket resolution in pixels (default: the model's: 32 for tiny, 512 for Flux)")
-    g.add_argument("--crop", choices=("center", "random"), default=D["crop"], help="crop to the bucket (default: %(default)s)")
-    g.add_argument("--repeats", type=int, default=D["repeats"], metavar="N", help="repeat every image N times per epoch (default: %(default)s)")
+    g.add_argument("--crop", choices=("center", "random"), help=f"crop to the bucket (default: {D['crop']})")
+    g.add_argument("--repeats", type=int, metavar="N", help=f"repeat every image N times per epoch (default: {D['repeats']})")
     g = p.add_argument_group("training")
-    g.add_argument("--steps", type=int, default=D["steps"], metavar="N", help="optimizer steps (default: %(default)s)")
-    g.add_argument("--rank", type=int, default=D["rank"], metavar="R", help="LoRA rank (default: %(default)s)")
+    g.add_argument("--steps", type=int, metavar="N", help=f"optimizer steps (default: {D['steps']})")
+    g.add_argument("--rank", type=int, metavar="R", help=f"LoRA rank (default: {D['rank']})")
     g.add_argument("--alpha", type=float, metavar="A", help="LoRA alpha; the update is scaled by alpha/rank (default: the rank)")
-    g.add_argument("--lr", type=float, default=D["lr"], help="AdamW learning rate (default: %(default)s)")
-    g.add_argument("--batch-size", type=int, default=D["batch_size"], metavar="B", help="images per micro-batch (default: %(default)s)")
-    g.add_argument("--grad-accum", type=int, default=D["grad_accum"], metavar="K", help="micro-batches per optimizer step (default: %(default)s)")
+    g.add_argument("--lr", type=float, help=f"AdamW learning rate (default: {D['lr']})")
+    g.add_argument("--weight-decay", type=float, metavar="WD", help=f"AdamW weight decay (default: {D['weight_decay']})")
+    g.add_argument("--max-grad-norm", type=_grad_norm, metavar="NORM", help=f"clip the gradient's norm to NORM; 0 or none: no clipping "
+                                                                            f"(default: {D['max_grad_norm']})")
+    g.add_argument("--batch-size", type=int, metavar="B", help=f"images per micro-batch (default: {D['batch_size']})")
+    g.add_argument("--grad-accum", type=int, metavar="K", help=f"micro-batches per optimizer step (default: {D['grad_accum']})")
+    g.add_argument("--guidance", type=float, metavar="G", help=f"the guidance input while training a guidance-distilled model (flux-dev) "
+                                                               f"(default: {D['guidance']})")
     g.add_argument("--ema", type=float, metavar="DECAY", help="keep an EMA of the trained weights with this decay, e.g. 0.99 (default: off)")
-    g.add_argument("--seed", type=int, default=D["seed"], help="seed of everything random (default: %(default)s)")
+    g.add_argument("--seed", type=int, help=f"seed of everything random (default: {D['seed']})")
     g = p.add_argument_group("memory and device")
     g.add_argument("--budget", type=_size, metavar="BYTES", help="device memory the run may use, e.g. 8GB; picks resident / checkpointing / "
                                                                "activation offload / weight streaming by measuring (default: no limit)")
-    g.add_argument("--device", default=D["device"], help="auto, cpu, cuda or cuda:N (default: %(default)s)")
+    g.add_argument("--device", help=f"auto, cpu, cuda or cuda:N (default: {D['device']})")
+    g = p.add_argument_group("samples")
+    g.add_argument("--sample-prompts", action="append", metavar="TEXT", help="a prompt of the sample grids; repeat the flag for more "
+                                                                            "(default: the demo's prompts, or the first captions of the data)")
+    g.add_argument("--sample-seeds", type=int, metavar="N", help=f"samples (seeds) per prompt (default: {D['sample_seeds']})")
+    g.add_argument("--sample-steps", type=int, metavar="N", help="sampler steps (default: the model's)")
+    g.add_argument("--sample-every", type=int, metavar="N", help=f"sample grid every N steps, 0: before and after only (default: {D['sample_every']})")
     g = p.add_argument_group("output")
-    g.add_argument("--output", default=D["output"], metavar="DIR", help="run folder (default: runs/demo for the demo; with --data, a new "
-                                                                       "runs/<data folder>-<YYYYmmdd-HHMMSS>)")
-    g.add_argument("--format", choices=("kohya", "diffusers"), default=D["format"], help="LoRA file format (default: %(default)s)")
-    g.add_argument("--save-every", type=int, default=D["save_every"], metavar="N", help="checkpoint every N steps, 0: only at the end (default: %(default)s)")
-    g.add_argument("--sample-every", type=int, default=D["sample_every"], metavar="N", help="sample grid every N steps, 0: before and after only (default: %(default)s)")
+    g.add_argument("--output", metavar="DIR", help="run folder (default: runs/demo for the demo; with --data, a new "
+                                                   "runs/<data folder>-<YYYYmmdd-HHMMSS>)")
+    g.add_argument("--format", choices=("kohya", "diffusers"), help=f"LoRA file format (default: {D['format']})")
+    g.add_argument("--save-every", type=int, metavar="N", help=f"checkpoint every N steps, 0: only at the end (default: {D['save_every']})")
     g.add_argument("--resume", action="store_true", help="continue the run in --output from its last checkpoint (bit-exact); "
                                                          "options not given are the run's own")
     g.add_argument("--overwrite", action="store_true", help="start afresh in --output even if it holds a finished run "
@@ -79,19 +113,58 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 # %% ../nbs/72_cli.ipynb #a8cf503b
-def _given(argv) -> set:
-    "The options written on the command line (parsing again with every default suppressed)."
-    top = parser()
-    for a in top._subparsers._group_actions[0].choices["train"]._actions: a.default = argparse.SUPPRESS
-    return set(vars(top.parse_args(argv))) - {"command"}
+def _read_config(path) -> dict:
+    "The options in the TOML file `path`: a flat table of TrainConfig field names, as in a run's config.json."
+    try: import tomllib                                         # Python >= 3.11
+    except ModuleNotFoundError:
+        try: import tomli as tomllib
+        except ModuleNotFoundError: raise ValueError(f"--config {path}: reading TOML needs Python >= 3.11 or the tomli package") from None
+    try: table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err: raise ValueError(f"--config {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    except tomllib.TOMLDecodeError as err: raise ValueError(f"--config {path}: not valid TOML ({err})") from None
+    for key in table:
+        if key not in _DEFAULTS:
+            near = difflib.get_close_matches(key, list(_DEFAULTS), 1)
+            raise ValueError(f"--config {path}: unknown option {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "") +
+                             "; its keys are the options' names with _ for -, in one flat table")
+    if "max_grad_norm" in table:                                # TOML has no null: 0 or "none" turn clipping off
+        try: table["max_grad_norm"] = _grad_norm(table["max_grad_norm"])
+        except argparse.ArgumentTypeError as err: raise ValueError(f"--config {path}: max_grad_norm: {err}") from None
+    return table
 
-def _resumed(kw: dict, given: set) -> dict:
-    "With --resume: the run's saved options (config.json), overridden by the ones given on the command line."
+def _check_output(out):
+    "Refuse, before anything is imported or kept, an output that cannot be a run folder: a file, under a file, or in a folder we cannot write (tried)."
+    p = Path(out)
+    if p.exists() and not p.is_dir(): raise ValueError(f"--output {out} is a file, not a folder")
+    parent = p
+    while not parent.exists(): parent = parent.parent            # the nearest existing ancestor (".", "/" always exist)
+    if not parent.is_dir(): raise ValueError(f"--output {out}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK): raise ValueError(f"--output {out}: cannot write in {parent} (permission denied or read-only)")
+    try: os.rmdir(tempfile.mkdtemp(prefix=".flame-probe-", dir=parent))    # what only the kernel knows: /proc, read-only mounts, quotas
+    except OSError as err: raise ValueError(f"--output {out}: cannot create a folder in {parent} ({err.strerror})") from None
+
+def _resumed(kw: dict) -> dict:
+    "With --resume: the run's saved options (config.json), overridden by the ones given (on the command line or in --config)."
     path = Path(kw["output"]) / "config.json"
     if not path.is_file(): return kw
     try: saved = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err: raise ValueError(f"resume: cannot read {path} ({err})") from None
-    return {k: (saved[k] if k not in given and k in saved and k not in ("resume", "progress", "overwrite") else v) for k, v in kw.items()}
+    except (OSError, ValueError) as err: raise ValueError(f"resume: cannot read {path} ({err})") from None
+    return {**{k: v for k, v in saved.items() if k in _DEFAULTS and k not in ("resume", "progress", "overwrite")}, **kw}
+
+def _options(args: argparse.Namespace) -> dict:
+    "TrainConfig's arguments: defaults < the run's config.json (with --resume) < the --config file < the flags given."
+    kw = {**(_read_config(args.config) if "config" in args else {}),
+          **{k: v for k, v in vars(args).items() if k not in ("command", "config")}}
+    if kw.get("output") is None:                                # one name for the whole run (and its --resume lookup)
+        from flame.train import default_output
+        kw["output"] = default_output(kw.get("data"))
+    _check_output(kw["output"])
+    return _resumed(kw) if kw.get("resume") else kw
+
+def _os_error(err: OSError) -> str:
+    "One line for a file-system error."
+    what = err.strerror or str(err)
+    return f"{err.filename}: {what}" if err.filename else what
 
 def main(argv=None) -> int:
     "`flame` entry point; returns the exit status."
@@ -99,15 +172,16 @@ def main(argv=None) -> int:
     args = top.parse_args(argv)
     if args.command is None:
         top.print_help(); return 0
-    kw = {k: v for k, v in vars(args).items() if k != "command"}
-    if kw["output"] is None: kw["output"] = default_output(kw["data"])      # one name for the whole run (and its --resume lookup)
     try:
-        if args.resume: kw = _resumed(kw, _given(argv))
+        kw = _options(args)
+        from flame.train import TrainConfig, train             # torch, Triton: only now that the arguments are known to be good
         result = train(TrainConfig(**kw))
     except ValueError as err:
         print(f"flame train: error: {err}", file=sys.stderr); return 2
     except FloatingPointError as err:
         print(f"flame train: {err}", file=sys.stderr); return 1
+    except OSError as err:                                      # output a file, read-only, no space left, /proc …
+        print(f"flame train: error: {_os_error(err)}", file=sys.stderr); return 2
     if result.interrupted: return 130
     out = result.output
     print(f"done: {result.steps} steps in {result.seconds:.0f} s (memory policy: {result.policy})\n"

@@ -170,8 +170,9 @@ def _diffusers_tensors(model, layers, cast, meta: dict) -> dict:
     for theirs, (ours, rows) in _diffusers_rows(model).items():
         if ours not in layers: continue
         lora = layers[ours].lora
-        tensors |= {f"{prefix}{theirs}.lora_A.weight": cast(lora.down.weight), f"{prefix}{theirs}.lora_B.weight": cast(lora.up.weight[rows])}
-        ranks[theirs], alphas[theirs] = lora.rank, lora.alpha
+        up = lora.up.weight[rows] * lora.scale           # α/r folded into B: the same strength in loaders that ignore the header
+        tensors |= {f"{prefix}{theirs}.lora_A.weight": cast(lora.down.weight), f"{prefix}{theirs}.lora_B.weight": cast(up)}
+        ranks[theirs], alphas[theirs] = lora.rank, lora.rank
     meta["lora_adapter_metadata"] = json.dumps({f"{prefix}{k}": v for k, v in _peft_config(ranks, alphas).items()}, sort_keys=True)
     return tensors
 

@@ -30,13 +30,13 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'check_unlocked', 'run_lock', 'setup', 'TrainState', 'start_state',
-           'micro_batch', 'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses',
-           'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
-           'record_first_step', 'TrainResult', 'plan_run_memory', 'train']
+           'micro_batch', 'dropped_captions', 'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid',
+           'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
+           'log_step', 'record_first_step', 'TrainResult', 'plan_run_memory', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema")
+_RESUME_KEYS = ("model", "mode", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
 @dataclass
 class TrainConfig:
@@ -72,6 +72,7 @@ class TrainConfig:
     resume: bool = False
     overwrite: bool = False              # start afresh over a finished run in `output` (otherwise refused)
     allow_empty_captions: bool = False   # train images without a caption file on the empty caption (otherwise refused)
+    caption_dropout: float = 0.0         # probability that a sample trains on the empty caption "" (for classifier-free guidance)
     device: str = "auto"
     progress: bool = True
 
@@ -105,6 +106,8 @@ def _validate(self: TrainConfig):
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
     if self.alpha is not None and not self.alpha > 0: _bad(self, "alpha", "a positive number or None")
     if self.ema is not None and not 0 < self.ema < 1: _bad(self, "ema", "a decay in (0, 1) or None")
+    if isinstance(self.caption_dropout, bool) or not (isinstance(self.caption_dropout, (int, float)) and 0 <= self.caption_dropout < 1):
+        _bad(self, "caption_dropout", "a probability in [0, 1)")
     if self.max_grad_norm is not None and not self.max_grad_norm > 0: _bad(self, "max_grad_norm", "a positive number or None")
     if self.budget is not None: parse_size(self.budget, "budget")
     if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
@@ -194,8 +197,9 @@ def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
     meta = _checkpoint_meta(last)
     if meta["base"] != base: raise ValueError(f"resume: {last} continues a run on base model {meta['base']!r}, not {base!r}")
     for k in _RESUME_KEYS:
-        if meta["config"].get(k) != getattr(c, k):
-            raise ValueError(f"resume: {last} was trained with {k}={meta['config'].get(k)!r}, this run has {k}={getattr(c, k)!r}; they must match to resume")
+        saved = meta["config"].get(k, TrainConfig.__dataclass_fields__[k].default)     # a key newer than the checkpoint: its default
+        if saved != getattr(c, k):
+            raise ValueError(f"resume: {last} was trained with {k}={saved!r}, this run has {k}={getattr(c, k)!r}; they must match to resume")
     return last
 
 def _save_checkpoint(path: Path, opt: FlatAdamW, ema: Tensor | None, gen: torch.Generator, history: list, meta: dict):
@@ -327,7 +331,20 @@ def micro_batch(run: Run, n: int) -> dict:
     e, k = divmod(n, per_epoch)
     cache = run.__dict__.setdefault("_epoch", {})
     if e not in cache: cache.clear(); cache[e] = ds.batches(e, bs)
-    return ds.collate(cache[e][k], e)
+    return _drop_captions(run, ds.collate(cache[e][k], e), n)
+
+def dropped_captions(seed: int, n: int, size: int, p: float) -> list[bool]:
+    "Which samples of micro-batch `n` (of `size`) train on the empty caption: a hash of (seed, n, position) below `p`."
+    return [p > 0 and _seed("caption-dropout", seed, n, i) / 2**63 < p for i in range(size)]
+
+def _drop_captions(run: Run, batch: dict, n: int) -> dict:
+    drop = dropped_captions(run.config.seed, n, len(batch["captions"]), run.config.caption_dropout)
+    if not any(drop): return batch
+    if "_empty" not in run.__dict__: run._empty = run.data.text([""])        # (context (1, L, D), pooled (1, P)) of ""
+    (ec, ep), mask = run._empty, torch.tensor(drop)
+    return {**batch, "context": torch.where(mask[:, None, None], ec.to(batch["context"]), batch["context"]),
+            "pooled": torch.where(mask[:, None], ep.to(batch["pooled"]), batch["pooled"]),
+            "captions": ["" if k else c for k, c in zip(drop, batch["captions"])]}
 
 def micro_batch_loss(run: Run, batch: dict, gen: torch.Generator, accum: int = 1) -> Tensor:
     "The objective on `batch`, with noise and timesteps from `gen`, divided by `accum` (the micro-batches per step)."
