@@ -50,17 +50,8 @@ def _families() -> list | None:
     return None
 
 # %% ../nbs/72_cli.ipynb #2e6c408a
-def parser() -> argparse.ArgumentParser:
-    "The `flame` argument parser (sub-command `train`). Options not given are absent from the namespace (TrainConfig's defaults apply)."
-    top = argparse.ArgumentParser(prog="flame", description="FLAME: train LoRAs and fine-tunes of large diffusion models on small GPUs.")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser("train", help="train a LoRA (or a small model) with flow matching", epilog=_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter, argument_default=argparse.SUPPRESS,
-                       description="Train a LoRA on Flux, or fully fine-tune a small model. With no arguments: the embedded demo "
-                                   "(procedural shapes, a tiny Flux built once, writes runs/demo/).")
-    D = {k: v for k, v in _DEFAULTS.items()}
-    p.add_argument("--config", metavar="TOML", help="read options from a TOML file: a flat table whose keys are these options' names with "
-                                                    "_ for - (steps = 1500, sample_prompts = [\"a\", \"b\"]); flags given here override it")
+def _model_and_data(p, D):
+    "The model and data options of `flame train`."
     g = p.add_argument_group("model")
     g.add_argument("--model", choices=_families(), help=f"model family (default: {D['model']})")
     g.add_argument("--checkpoint", metavar="PATH", help="the base model's .safetensors (Flux: BFL or diffusers layout); tiny: default is the demo base")
@@ -76,6 +67,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--resolution", type=int, metavar="PX", help="bucket resolution in pixels (default: the model's: 32 for tiny, 512 for Flux)")
     g.add_argument("--crop", choices=("center", "random"), help=f"crop to the bucket (default: {D['crop']})")
     g.add_argument("--repeats", type=int, metavar="N", help=f"repeat every image N times per epoch (default: {D['repeats']})")
+
+def _training(p, D):
+    "The optimisation options of `flame train`."
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=int, metavar="N", help=f"optimizer steps (default: {D['steps']})")
     g.add_argument("--rank", type=int, metavar="R", help=f"LoRA rank (default: {D['rank']})")
@@ -90,6 +84,10 @@ def parser() -> argparse.ArgumentParser:
                                                                f"(default: {D['guidance']})")
     g.add_argument("--ema", type=float, metavar="DECAY", help="keep an EMA of the trained weights with this decay, e.g. 0.99 (default: off)")
     g.add_argument("--seed", type=int, help=f"seed of everything random (default: {D['seed']})")
+
+# %% ../nbs/72_cli.ipynb #2e317a84
+def _memory_samples_output(p, D):
+    "The memory, sample and output options of `flame train`."
     g = p.add_argument_group("memory and device")
     g.add_argument("--budget", type=_size, metavar="BYTES", help="device memory the run may use, e.g. 8GB; picks resident / checkpointing / "
                                                                "activation offload / weight streaming by measuring (default: no limit)")
@@ -110,6 +108,19 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--overwrite", action="store_true", help="start afresh in --output even if it holds a finished run "
                                                             "(its checkpoints are deleted, its weights replaced); default: refuse")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+def parser() -> argparse.ArgumentParser:
+    "The `flame` argument parser (sub-command `train`). Options not given are absent from the namespace (TrainConfig's defaults apply)."
+    top = argparse.ArgumentParser(prog="flame", description="FLAME: train LoRAs and fine-tunes of large diffusion models on small GPUs.")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser("train", help="train a LoRA (or a small model) with flow matching", epilog=_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, argument_default=argparse.SUPPRESS,
+                       description="Train a LoRA on Flux, or fully fine-tune a small model. With no arguments: the embedded demo "
+                                   "(procedural shapes, a tiny Flux built once, writes runs/demo/).")
+    D = {k: v for k, v in _DEFAULTS.items()}
+    p.add_argument("--config", metavar="TOML", help="read options from a TOML file: a flat table whose keys are these options' names with "
+                                                    "_ for - (steps = 1500, sample_prompts = [\"a\", \"b\"]); flags given here override it")
+    for add in (_model_and_data, _training, _memory_samples_output): add(p, D)
     return top
 
 # %% ../nbs/72_cli.ipynb #a8cf503b
@@ -151,6 +162,7 @@ def _resumed(kw: dict) -> dict:
     except (OSError, ValueError) as err: raise ValueError(f"resume: cannot read {path} ({err})") from None
     return {**{k: v for k, v in saved.items() if k in _DEFAULTS and k not in ("resume", "progress", "overwrite")}, **kw}
 
+# %% ../nbs/72_cli.ipynb #f181462a
 def _options(args: argparse.Namespace) -> dict:
     "TrainConfig's arguments: defaults < the run's config.json (with --resume) < the --config file < the flags given."
     kw = {**(_read_config(args.config) if "config" in args else {}),

@@ -38,6 +38,7 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'check_unlocked', 'run_lock',
 # what must match for a checkpoint to continue this run bit for bit
 _RESUME_KEYS = ("model", "mode", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
+# %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
 class TrainConfig:
     "A training run. Defaults: the embedded demo (LoRA on the tiny Flux, procedural shapes, CPU-sized)."
@@ -247,6 +248,7 @@ def check_unlocked(out: Path):
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally: os.close(fd)
 
+# %% ../nbs/70_train.ipynb #224a35ad
 @contextmanager
 def run_lock(out: Path):
     "Hold `out/.lock` exclusively (flock, holding our PID) while inside: one process per run folder. The kernel drops the lock of a dead process."
@@ -269,6 +271,7 @@ def run_lock(out: Path):
         except FileNotFoundError: pass
         os.close(fd)
 
+# %% ../nbs/70_train.ipynb #5c8d69d1
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
     c, out = config, Path(config.output)
@@ -356,6 +359,7 @@ def micro_batch_loss(run: Run, batch: dict, gen: torch.Generator, accum: int = 1
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
         return diffusion_loss(model, x0, t, noise=noise, **cond) / accum
 
+# %% ../nbs/70_train.ipynb #147e6b1c
 def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float:
     "One optimizer step (1-based `step`): grad_accum micro-batches, finite check, clip + AdamW, EMA; returns the loss."
     c, total = run.config, 0.0

@@ -267,6 +267,7 @@ def _count(shapes, prefix: str, check: bool = True) -> int:
                                                      f"it has {_listing(f'{prefix}{i}.{k}' for k in extra)} which {prefix}0 has not" if extra else "") if s))
     return n
 
+# %% ../../nbs/31_flux.ipynb #b541dc7b
 def config_from_shapes(shapes: dict[str, tuple], axes_dim=None, theta: int = 10_000, check_blocks: bool = True) -> FluxConfig:
     "Infer a `FluxConfig` from {BFL key: shape}; `check_blocks`: block indices contiguous, every block with block 0's keys."
     if missing := [k for k in _CONFIG_KEYS if k not in shapes]: raise ValueError(f"shapes: cannot infer the config without {missing}")
@@ -299,6 +300,7 @@ def _check_depths(config: FluxConfig, want: dict, source: str):
             raise ValueError(f"checkpoint: {source} says {n} {prefix}* blocks, but the weights hold {getattr(config, ours)} "
                              f"(the last is {prefix}{getattr(config, ours) - 1}): the checkpoint is incomplete or not the one its config describes")
 
+# %% ../../nbs/31_flux.ipynb #fa79c703
 @patch(cls_method=True)
 def from_safetensors(cls: Flux, path, dtype: torch.dtype | None = None, device="cpu", axes_dim=None, theta=None) -> Flux:
     "Load a BFL- or diffusers-layout Flux (file, shard index, or folder; optional `model.diffusion_model.` prefix) lazily."
