@@ -158,6 +158,7 @@ class Run:
     base: str
     out: Path
     resume_from: Path | None
+    batch_order: dict = field(default_factory=dict, repr=False)   # {epoch: its batches}: micro_batch's one-epoch cache
 
 def _adapt(c: TrainConfig, model: DiffusionModel):
     "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all in fp32 for a full fine-tune."
@@ -276,6 +277,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
     c, out = config, Path(config.output)
     check_unlocked(out)                                   # another process trains into this folder: say so at once
+    _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     device, fam = _device(c.device), family(c.model)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     vae, text = fam.vae(c.vae, device=device, dtype=dtype), fam.text_encoder(c.text_encoder, device=device, dtype=dtype)
@@ -289,7 +291,6 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     _adapt(c, model)
     check_budget(model, c.budget)
     resume_from = _check_resume(c, out, base) if c.resume else None
-    _refuse_unfinished(c, out)
     return Run(c, device, fam, ds, model, base, out, resume_from)
 
 # %% ../nbs/70_train.ipynb #89ae9337
@@ -329,12 +330,11 @@ def start_state(run: Run) -> TrainState:
 # %% ../nbs/70_train.ipynb #b0ced276
 def micro_batch(run: Run, n: int) -> dict:
     "The `n`-th micro-batch of the run (0-based): epoch n // batches-per-epoch, its n-th batch."
-    ds, bs = run.data, run.config.batch_size
-    per_epoch = len(ds.batches(0, bs))
-    e, k = divmod(n, per_epoch)
-    cache = run.__dict__.setdefault("_epoch", {})
-    if e not in cache: cache.clear(); cache[e] = ds.batches(e, bs)
-    return _drop_captions(run, ds.collate(cache[e][k], e), n)
+    ds, bs, order = run.data, run.config.batch_size, run.batch_order
+    if not order: order[0] = ds.batches(0, bs)
+    e, k = divmod(n, len(next(iter(order.values()))))       # every epoch has as many batches: the buckets' sizes fix it
+    if e not in order: order.clear(); order[e] = ds.batches(e, bs)
+    return _drop_captions(run, ds.collate(order[e][k], e), n)
 
 def dropped_captions(seed: int, n: int, size: int, p: float) -> list[bool]:
     "Which samples of micro-batch `n` (of `size`) train on the empty caption: a hash of (seed, n, position) below `p`."
