@@ -8,6 +8,7 @@ memory access poisons the process's CUDA context, so the worker records it as "c
 starts a fresh worker at the next case. Prints a table, writes JSON.
 
     python bench/attention.py --out bench/results/attention.json
+    python bench/attention.py --smoke --out /tmp/attention.json    # two small shapes, same code path
 """
 import argparse, datetime, json, os, subprocess, sys, tempfile
 from pathlib import Path
@@ -17,6 +18,9 @@ SHAPES = {"Flux 1024²": (1, 24, 4608, 128), "Flux 512² b4": (4, 24, 1536, 128)
 IMPLS = ["flame", "flash", "cudnn", "efficient"]
 LAYOUTS = ["contiguous", "transposed"]
 MEMORY_LS = [1024, 2048, 4096, 8192, 16384]
+# --smoke: every implementation and layout on two small shapes (head dims 128 and 64, a ragged L), two memory points
+SMOKE_SHAPES = {"small b2": (2, 4, 256, 128), "ragged L": (1, 4, 333, 64)}
+SMOKE_MEMORY_LS = [512, 1024]
 
 def _log(path, rec):
     with open(path, "a") as f: f.write(json.dumps(rec) + "\n"); f.flush(); os.fsync(f.fileno())
@@ -65,14 +69,14 @@ def memory_worker(log):
             del q, k, v; o = None; torch.cuda.empty_cache()
         _log(log, rec)
 
-def run_impl(impl, timeout):
-    "All cases of one implementation, in as many fresh subprocesses as crashes require."
+def run_impl(impl, timeout, flags=()):
+    "All cases of one implementation, in as many fresh subprocesses as crashes require (`flags`: passed on, e.g. --smoke)."
     todo = [(s, l) for s in SHAPES for l in LAYOUTS]
     done = {}
     while todo:
         log = tempfile.mktemp(suffix=".jsonl")
         try:
-            p = subprocess.run([sys.executable, __file__, "--worker", impl, "--cases", json.dumps(todo), "--log", log],
+            p = subprocess.run([sys.executable, __file__, "--worker", impl, "--cases", json.dumps(todo), "--log", log, *flags],
                                capture_output=True, text=True, timeout=timeout)
             tail = (p.stdout + p.stderr)[-400:]
         except subprocess.TimeoutExpired: tail = "timeout"
@@ -104,23 +108,29 @@ def table(results, key):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="bench/results/attention.json")
+    ap.add_argument("--out", help="the JSON file (default bench/results/attention.json; required with --smoke)")
     ap.add_argument("--impls", default=",".join(IMPLS))
     ap.add_argument("--timeout", type=int, default=240, help="seconds per worker process")
+    ap.add_argument("--smoke", action="store_true", help=f"the same run on {SMOKE_SHAPES} and L in {SMOKE_MEMORY_LS}; --out required")
     ap.add_argument("--worker"); ap.add_argument("--cases"); ap.add_argument("--log")
     a = ap.parse_args()
+    if a.smoke:
+        if not (a.out or a.worker): ap.error("--smoke needs --out (smoke results never go to bench/results/)")
+        SHAPES.clear(); SHAPES.update(SMOKE_SHAPES); MEMORY_LS[:] = SMOKE_MEMORY_LS
+    flags = ["--smoke"] if a.smoke else []
     if a.worker == "memory": return memory_worker(a.log)
     if a.worker: return worker(a.worker, [tuple(c) for c in json.loads(a.cases)], a.log)
     import torch, triton
+    if not torch.cuda.is_available(): ap.exit(2, "bench/attention.py needs a CUDA GPU\n")
     res = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), "torch": torch.__version__,
            "triton": triton.__version__, "dtype": "bfloat16", "shapes": SHAPES, "results": []}
-    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
+    out = Path(a.out or "bench/results/attention.json"); out.parent.mkdir(parents=True, exist_ok=True)
     for impl in a.impls.split(","):
-        res["results"] += run_impl(impl, a.timeout)
+        res["results"] += run_impl(impl, a.timeout, flags)
         out.write_text(json.dumps(res, indent=1))  # keep what we have if a later part is cut short
         print(f"{impl} done", flush=True)
     log = tempfile.mktemp(suffix=".jsonl")
-    subprocess.run([sys.executable, __file__, "--worker", "memory", "--log", log], timeout=a.timeout)
+    subprocess.run([sys.executable, __file__, "--worker", "memory", "--log", log, *flags], timeout=a.timeout)
     rows = [json.loads(l) for l in Path(log).read_text().splitlines()] if Path(log).exists() else []
     res["memory"] = {"device": res["device"], "dtype": "bfloat16", "H": 24, "D": 128, "rows": rows}
     out.write_text(json.dumps(res, indent=1))

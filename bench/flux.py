@@ -7,22 +7,37 @@ fused qkv), so both fit at once and their outputs can be compared at full size.
 Prints a table and writes JSON.
 
     python3 bench/flux.py --out bench/results/flux.json             # Flux-dev size, 1024² (4096 + 512 tokens)
-    python3 bench/flux.py --size tiny --tokens 64 --txt 8 --out /tmp/f.json   # CPU smoke run
+    python3 bench/flux.py --smoke --out /tmp/f.json                 # the same at tiny size (runs on CPU too)
 """
 import argparse, contextlib, datetime, json, math, platform, statistics, time
 import torch
+from flame.io import atomic_write
 from flame.models.flux import DIFFUSERS, Flux, FluxConfig, image_ids
 from flame.models.layers import LazyTensor
+
+SMOKE = dict(size="tiny", tokens=64, txt=8, warmup=1, reps=2)   # --smoke: the same run at the smallest sizes
+
+
+def random_weights(model: torch.nn.Module, device, dtype, ones=(".scale",)) -> torch.nn.Module:
+    "`model` (built on meta) materialized on `device` in `dtype`: parameters and buffers N(0, 0.02), names ending in `ones` 1; frozen."
+    model = model.to(dtype).to_empty(device=device)
+    with torch.no_grad():
+        for name, t in (*model.named_parameters(), *model.named_buffers()):
+            t.fill_(1.0) if name.endswith(ones) else t.normal_(0, 0.02)
+    return model.requires_grad_(False).eval()
 
 
 def random_flux(cfg: FluxConfig, device, dtype) -> Flux:
     "Flux with random weights built directly on `device` in `dtype` (no default init, no fp32 copy)."
     with torch.device("meta"): model = Flux(cfg)
-    model = model.to(dtype).to_empty(device=device)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.fill_(1.0) if name.endswith(".scale") else p.normal_(0, 0.02)
-    return model.requires_grad_(False).eval()
+    return random_weights(model, device, dtype)
+
+
+def diffusers_sdpa(device):
+    "Context for diffusers' steps: cuDNN's SDPA backward crashes on its non-contiguous q/k/v (see DESIGN.md); use flash/efficient."
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    if torch.device(device).type != "cuda": return contextlib.nullcontext()
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])
 
 
 def diffusers_twin(flux: Flux):
@@ -62,7 +77,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
     a = ap.parse_args()
+    if a.smoke: ap.set_defaults(**SMOKE); a = ap.parse_args()
     side = math.isqrt(a.tokens)
     if side * side != a.tokens: raise ValueError(f"--tokens: expected a square number, got {a.tokens}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -105,13 +122,10 @@ def main():
         flux.checkpointing = on
         theirs.enable_gradient_checkpointing() if on else theirs.disable_gradient_checkpointing()
 
-    # cuDNN's SDPA backward crashes on diffusers' non-contiguous q/k/v (see DESIGN.md): its steps use flash/efficient
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    safe_sdpa = lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])
     for mode in ["forward", "step", "step+checkpoint"]:
         for impl, call in calls.items():
             set_ckpt(mode == "step+checkpoint")
-            ctx = safe_sdpa if impl == "diffusers" and mode != "forward" and device.type == "cuda" else contextlib.nullcontext
+            ctx = (lambda: diffusers_sdpa(device)) if impl == "diffusers" and mode != "forward" else contextlib.nullcontext
             def fn(call=call, mode=mode, ctx=ctx):
                 with ctx():
                     if mode != "forward": return step(call)
@@ -120,7 +134,7 @@ def main():
             except torch.OutOfMemoryError as e: row = {"impl": impl, "mode": mode, "error": f"OOM: {str(e)[:200]}"}
             if device.type == "cuda": torch.cuda.empty_cache()
             res["rows"].append(row)
-            json.dump(res, open(a.out, "w"), indent=1)
+            atomic_write(a.out, json.dumps(res, indent=1))
             print(row, flush=True)
     set_ckpt(False)
 
@@ -129,7 +143,7 @@ def main():
         r = {x["impl"]: x for x in res["rows"] if x["mode"] == mode}
         if "ms" in r["FLAME"] and "ms" in r["diffusers"]: speed[mode] = r["diffusers"]["ms"] / r["FLAME"]["ms"]
     res["speedup_vs_diffusers"] = speed
-    json.dump(res, open(a.out, "w"), indent=1)
+    atomic_write(a.out, json.dumps(res, indent=1))
     print(f"\n{res['device']}  {res['date']}  torch {res['torch']}  Flux-{a.size} {res['params_B']:.2f}B params "
           f"({res['weights_GB']:.1f} GB {res['dtype']}), {a.tokens}+{a.txt} tokens, batch 1")
     print(f"output vs diffusers: max|Δ| {res['max_abs_diff']:.3g} (max|out| {res['max_abs_out']:.3g}), rel L2 {res['rel_l2_diff']:.2e}")

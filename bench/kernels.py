@@ -5,6 +5,7 @@ and AdamW on 100M parameters against torch.optim.AdamW(fused=True). GB/s counts 
 (inputs read once, outputs written once); the copy roof is measured in the same run. Prints a table, writes JSON.
 
     python bench/kernels.py --out bench/results/kernels.json
+    python bench/kernels.py --smoke --out /tmp/kernels.json    # each op at one shape of 256 tokens, AdamW on 1M: same code path
 """
 import argparse, datetime, json, sys
 from pathlib import Path
@@ -15,11 +16,16 @@ import torch, triton
 from flame.kernels.core import OPS, bench, device_ceilings, measure_op, op_cost, op_inputs, results_table
 from flame.kernels.adamw import adamw_, adamw_results_table
 
-def kernel_rows(dtype, rows, save):
-    "Each registered op at its Flux shapes, forward and forward + backward: FLAME vs eager vs torch.compile."
+FULL = dict(tokens=None, adamw_n=100_000_000, ceilings={})   # every op at all its Flux shapes
+# --smoke: each op at its first shape cut to 256 tokens (the second-to-last dim), AdamW on 1M parameters, small roofs
+SMOKE = dict(tokens=256, adamw_n=1_000_000, ceilings=dict(nbytes=1 << 26, gemm=2048))
+
+def kernel_rows(dtype, rows, save, tokens=None):
+    """Each registered op at its Flux shapes (`tokens`: the first only, cut to that many tokens), forward and forward + backward:
+    FLAME vs eager vs torch.compile."""
     for op, k in OPS.items():
         compiled = torch.compile(k.reference)
-        for shape in k.shapes:
+        for shape in k.shapes if tokens is None else [(*s[:-2], min(s[-2], tokens), s[-1]) for s in k.shapes[:1]]:
             for backward in (False, True):
                 r = measure_op(op, shape, dtype, backward)
                 r["eager_ms"] = measure_op(op, shape, dtype, backward, impl="eager")["ms"]
@@ -57,16 +63,21 @@ def adamw_rows(rows, save, n=100_000_000):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="bench/results/kernels.json")
+    ap.add_argument("--out", help="the JSON file (default bench/results/kernels.json; required with --smoke)")
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE})")
     args = ap.parse_args()
-    ceilings = device_ceilings()
+    if args.smoke and not args.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
+    if not torch.cuda.is_available(): ap.exit(2, "bench/kernels.py needs a CUDA GPU\n")
+    size = SMOKE if args.smoke else FULL
+    out = Path(args.out or "bench/results/kernels.json")
+    ceilings = device_ceilings(**size["ceilings"])
     print(f"ceilings: {ceilings}", flush=True)
     res = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
            "torch": torch.__version__, "triton": triton.__version__, "ceilings": ceilings, "rows": [], "adamw": []}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    save = lambda: Path(args.out).write_text(json.dumps(res, indent=1))  # after every row: a cut-off run keeps what it measured
-    adamw_rows(res["adamw"], save)
-    kernel_rows(getattr(torch, args.dtype), res["rows"], save)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save = lambda: out.write_text(json.dumps(res, indent=1))  # after every row: a cut-off run keeps what it measured
+    adamw_rows(res["adamw"], save, size["adamw_n"])
+    kernel_rows(getattr(torch, args.dtype), res["rows"], save, size["tokens"])
     print(results_table(res))
     print(adamw_results_table(res))

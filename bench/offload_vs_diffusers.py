@@ -8,25 +8,29 @@ copy floor (weights / measured host->device bandwidth), and how far the two outp
 Prints a table and writes JSON.
 
     python3 bench/offload_vs_diffusers.py --out bench/results/offload_vs_diffusers.json
+    python3 bench/offload_vs_diffusers.py --smoke --out /tmp/o.json    # the same at tiny size (64 + 8 tokens)
 """
-import argparse, dataclasses, datetime, json, time
+import argparse, dataclasses, datetime, json, math, time
 import torch
 from flux import diffusers_twin, measure, random_flux
+from flame.io import atomic_write
 from flame.models.flux import FluxConfig, image_ids
 from flame.streaming import plan, stream, _aligned
 
+SMOKE = dict(size="tiny", tokens=64, txt=8, warmup=1, reps=2)   # --smoke: the same run at the smallest sizes
 
-def main(out, warmup, reps):
+
+def main(out, warmup, reps, size="dev", tokens=4096, n_txt=512):
     dev = torch.device("cuda")
     t0 = time.perf_counter()
     torch.manual_seed(0)
-    flux = random_flux(FluxConfig.dev(), dev, torch.bfloat16)
-    c = flux.config
-    img = torch.randn(1, 4096, c.in_channels, device=dev, dtype=torch.bfloat16)
-    txt = torch.randn(1, 512, c.context_in_dim, device=dev, dtype=torch.bfloat16)
+    flux = random_flux(FluxConfig.dev() if size == "dev" else FluxConfig.tiny(), dev, torch.bfloat16)
+    c, side = flux.config, math.isqrt(tokens)
+    img = torch.randn(1, tokens, c.in_channels, device=dev, dtype=torch.bfloat16)
+    txt = torch.randn(1, n_txt, c.context_in_dim, device=dev, dtype=torch.bfloat16)
     y = torch.randn(1, c.vec_in_dim, device=dev, dtype=torch.bfloat16)
     t, g = torch.full((1,), 0.7, device=dev), torch.full((1,), 3.5, device=dev)
-    img_ids, txt_ids = image_ids(128, 128, dev), torch.zeros(512, 3, device=dev)
+    img_ids, txt_ids = image_ids(2 * side, 2 * side, dev), torch.zeros(n_txt, 3, device=dev)
     with torch.no_grad(): resident_out = flux(img, img_ids, txt, txt_ids, t, y, g).float().cpu()
 
     # diffusers' model: a host copy of the same weights in diffusers' layout
@@ -66,16 +70,16 @@ def main(out, warmup, reps):
 
     weights = sum(base.unit_bytes)
     res = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-           "model": "FLAME Flux(FluxConfig.dev()), random bf16 weights; diffusers FluxTransformer2DModel with the same weights",
-           "tokens": "4096 image + 512 text, batch 1, forward, no grad", "streamed_block_bytes": weights,
+           "model": f"FLAME Flux(FluxConfig.{size}()), random bf16 weights; diffusers FluxTransformer2DModel with the same weights",
+           "tokens": f"{tokens} image + {n_txt} text, batch 1, forward, no grad", "streamed_block_bytes": weights,
            "bandwidth": base.bandwidth, "floor_ms": weights / base.bandwidth * 1e3,
            "flame": {**ours, "plan": repr(every_block)}, "diffusers": {**dif, "config": stream_note},
            "speedup": dif["ms"] / ours["ms"],
            "flame_streamed_equals_resident": bool(torch.equal(streamed_out, resident_out)),
            "rel_l2_flame_vs_diffusers": ((streamed_out - theirs_out).norm() / theirs_out.norm()).item(),
            "wall_s": time.perf_counter() - t0}
-    with open(out, "w") as f: json.dump(res, f, indent=1)
-    print(f"\n{res['device']}  {res['date']}  torch {res['torch']}: Flux-dev forward, all {len(base.unit_bytes)} blocks from host memory")
+    atomic_write(out, json.dumps(res, indent=1))
+    print(f"\n{res['device']}  {res['date']}  torch {res['torch']}: Flux-{size} forward, all {len(base.unit_bytes)} blocks from host memory")
     print(f"{'impl':12s}{'ms':>9s}{'peak GB':>9s}{'x floor':>9s}")
     for name, r in (("FLAME", ours), ("diffusers", dif)):
         print(f"{name:12s}{r['ms']:9.1f}{r['peak_GB']:9.2f}{r['ms'] / res['floor_ms']:9.2f}")
@@ -86,8 +90,17 @@ def main(out, warmup, reps):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="bench/results/offload_vs_diffusers.json")
+    ap.add_argument("--out", help="the JSON file (default bench/results/offload_vs_diffusers.json; required with --smoke)")
+    ap.add_argument("--size", choices=["dev", "tiny"], default="dev")
+    ap.add_argument("--tokens", type=int, default=4096, help="image tokens (a square number; 4096 = 1024² pixels)")
+    ap.add_argument("--txt", type=int, default=512, help="text tokens")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
     a = ap.parse_args()
-    main(a.out, a.warmup, a.reps)
+    if a.smoke:
+        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
+        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    if math.isqrt(a.tokens) ** 2 != a.tokens: ap.error(f"--tokens: expected a square number, got {a.tokens}")
+    if not torch.cuda.is_available(): ap.exit(2, "bench/offload_vs_diffusers.py needs a CUDA GPU\n")
+    main(a.out or "bench/results/offload_vs_diffusers.json", a.warmup, a.reps, a.size, a.tokens, a.txt)

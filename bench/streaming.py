@@ -4,6 +4,7 @@ activations) with checkpointing. Resident vs streamed under 8 GB and 24 GB budge
 streamed vs the copy floor, predicted (plan) vs measured. Prints a table, writes JSON.
 
     python3 bench/streaming.py --out bench/results/streaming.json
+    python3 bench/streaming.py --smoke --out /tmp/s.json    # tiny Flux, 64 + 8 tokens, budgets just above the minimum
 """
 import argparse, dataclasses, datetime, json, time
 import torch
@@ -12,9 +13,14 @@ from flame.streaming import stream, plan, replan, record, Plan, _ALIGN, _aligned
 from flame.io import format_bytes, atomic_write
 from flame.tensor import MemoryTimeline, CATEGORIES
 
-def build(device):
-    "Flux-dev on meta, materialized on `device` in bf16 with N(0, 0.02) weights, all frozen."
-    with torch.device("meta"): m = Flux(FluxConfig.dev())
+# --smoke: the same run on the tiny Flux, under budgets just above the planner's minimum (8 GB would hold it whole):
+# every block streamed, then one resident. The JSON keys stay the real run's (plan_8GB, trace_8GB, memory_8GB: the
+# first budget's); each row says its budget.
+SMOKE = dict(size="tiny", tokens=64, txt=8, budgets="min+1,min+1.5", warmup=1, reps=2)
+
+def build(device, size="dev"):
+    "Flux-dev (or tiny) on meta, materialized on `device` in bf16 with N(0, 0.02) weights, all frozen."
+    with torch.device("meta"): m = Flux(FluxConfig.dev() if size == "dev" else FluxConfig.tiny())
     m = m.to_empty(device=device).to(torch.bfloat16)
     g = torch.Generator(device=device).manual_seed(0)
     with torch.no_grad():
@@ -23,13 +29,13 @@ def build(device):
     m.checkpointing = True
     return m
 
-def inputs(device):
+def inputs(device, c: FluxConfig, tokens=4096, txt=512):
     g = torch.Generator(device=device).manual_seed(1)
     r = lambda *s: torch.randn(*s, device=device, dtype=torch.bfloat16, generator=g)
     ids = lambda n: torch.zeros(1, n, 3, device=device, dtype=torch.bfloat16)
-    img = r(1, 4096, 64).requires_grad_()
-    return (img, ids(4096), r(1, 512, 4096), ids(512), torch.full((1,), 0.5, device=device, dtype=torch.bfloat16),
-            r(1, 768), torch.full((1,), 3.5, device=device, dtype=torch.bfloat16))
+    img = r(1, tokens, c.in_channels).requires_grad_()
+    return (img, ids(tokens), r(1, txt, c.context_in_dim), ids(txt), torch.full((1,), 0.5, device=device, dtype=torch.bfloat16),
+            r(1, c.vec_in_dim), torch.full((1,), 3.5, device=device, dtype=torch.bfloat16))
 
 def step(m, x):
     out = m(*x)
@@ -59,16 +65,21 @@ def series(tl, n=1500):
     step_ = max(1, len(rows) // n)
     return {"categories": list(CATEGORIES), "rows": rows[::step_] + rows[-1:]}
 
-def main(out):
+def budget_plan(measured: Plan, budget: str) -> Plan:
+    "The plan under `budget`: a size ('8GB'), or 'min+N': the planner's minimum plus N (may be fractional) largest blocks."
+    if budget.startswith("min+"): return replan(measured, measured.min_budget + int(float(budget[4:]) * max(measured.unit_bytes)))
+    return replan(measured, budget)
+
+def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=2, reps=5):
     dev = torch.device("cuda")
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": str(datetime.date.today()),
-           "model": "flame.models.flux.Flux(FluxConfig.dev()), random bf16 weights", "tokens": "4096 image + 512 text, batch 1",
+           "model": f"flame.models.flux.Flux(FluxConfig.{size}()), random bf16 weights", "tokens": f"{tokens} image + {txt} text, batch 1",
            "step": "LoRA-like: frozen base, input requires grad, checkpointing, loss = out^2 mean"}
     t0 = time.time()
-    m = build(dev); x = inputs(dev)
+    m = build(dev, size); x = inputs(dev, m.config, tokens, txt)
     res["weights_bytes"] = sum(p.numel() * 2 for p in m.parameters())
-    t_res, peak_res = timed(lambda: step(m, x))
-    t_fwd_res, _ = timed(lambda: forward(m, x))
+    t_res, peak_res = timed(lambda: step(m, x), warmup, reps)
+    t_fwd_res, _ = timed(lambda: forward(m, x), warmup, reps)
     res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3}
     print(f"resident: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
     # the blocks' weights go to host memory; stream() packs them into one pinned pool and frees them
@@ -76,23 +87,25 @@ def main(out):
         for p in u.parameters(): p.data = p.data.cpu()
     torch.cuda.empty_cache()
     res["budgets"] = []
-    p8 = plan(m, "8GB", x, device="cuda", step=step)
+    measured = plan(m, "auto", x, device="cuda", step=step)    # the probe's measurements; each budget then picks a plan
+    p8 = budget_plan(measured, budgets[0])
     res["bandwidth"] = p8.bandwidth
     res["pinned"] = m._flame_streaming.pinned
     res["plan_8GB"] = dataclasses.asdict(p8)
     print(f"probe + plan [{time.time() - t0:.0f}s]: {p8}", flush=True)
-    for name, p in (("8GB", p8), ("24GB", replan(p8, "24GB"))):
+    for name in budgets:
+        p = budget_plan(measured, name)
         stream(m, "cuda", plan=p)
         torch.cuda.empty_cache()
         e = m._flame_streaming
         moved0 = e.bytes_moved
-        t, peak = timed(lambda: step(m, x), warmup=2, reps=4)
-        moved = (e.bytes_moved - moved0) / 6
+        t, peak = timed(lambda: step(m, x), warmup, reps)
+        moved = (e.bytes_moved - moved0) / (warmup + reps)
         floor = max(t_res, moved / p.bandwidth)
         row = {"budget": name, "plan": repr(p), "resident_units": len(p.resident), "slots": p.slots, "depth": p.depth,
                "predicted_ms": p.predicted * 1e3, "measured_ms": t * 1e3, "peak_bytes": peak, "moved_bytes": moved,
                "floor_ms": floor * 1e3, "ratio_to_floor": t / floor, "ratio_to_resident": t / t_res}
-        if name == "8GB":
+        if name == budgets[0]:
             with record(m) as rec: step(m, x); torch.cuda.synchronize()
             res["trace_8GB"] = rec.result.to_dict()
             try:
@@ -108,7 +121,7 @@ def main(out):
     pf = dataclasses.replace(pf, predicted_forward=pf.simulate(train=False)["time"])
     stream(m, "cuda", plan=pf)
     torch.cuda.empty_cache()
-    t, peak = timed(lambda: forward(m, x), warmup=2, reps=5)
+    t, peak = timed(lambda: forward(m, x), warmup, reps)
     floor = sum(sizes) / p8.bandwidth
     res["forward_streamed"] = {"measured_ms": t * 1e3, "predicted_ms": pf.predicted_forward * 1e3, "peak_bytes": peak,
                                "floor_ms": floor * 1e3, "ratio_to_floor": t / floor,
@@ -127,6 +140,18 @@ def main(out):
     print(f"bandwidth {res['bandwidth'] / 1e9:.1f} GB/s, pinned {res['pinned']}, {res['device']}")
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="bench/results/streaming.json")
-    main(ap.parse_args().out)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="the JSON file (default bench/results/streaming.json; required with --smoke)")
+    ap.add_argument("--size", choices=["dev", "tiny"], default="dev")
+    ap.add_argument("--tokens", type=int, default=4096, help="image tokens")
+    ap.add_argument("--txt", type=int, default=512, help="text tokens")
+    ap.add_argument("--budgets", default="8GB,24GB", help="device budgets of the streamed steps ('min+N': the planner's minimum + N blocks)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
+    a = ap.parse_args()
+    if a.smoke:
+        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
+        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    if not torch.cuda.is_available(): ap.exit(2, "bench/streaming.py needs a CUDA GPU\n")
+    main(a.out or "bench/results/streaming.json", a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps)

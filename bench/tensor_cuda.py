@@ -1,11 +1,17 @@
 """MemoryTimeline on CUDA: running total vs torch.cuda.memory_allocated(), and recording overhead.
 
 python3 bench/tensor_cuda.py --out bench/results/tensor_cuda.json   (prints a table, writes JSON)
+python3 bench/tensor_cuda.py --smoke --out /tmp/t.json               (the two smaller MLPs, 1 warm-up, 2 reps)
 """
 import argparse, datetime, json
 import torch
 from flame.io import atomic_write
 from flame.tensor import MemoryTimeline, measure_overhead
+
+OVERHEAD = (("MLP 8-32-32-4, batch 6", (8, 32, 32, 4), 6),
+            ("MLP 1024-4096x3-1024, batch 1024", (1024, 4096, 4096, 4096, 1024), 1024),
+            ("MLP 4096-8192x3-4096, batch 4096", (4096, 8192, 8192, 8192, 4096), 4096))
+SMOKE = dict(cases=2, warmup=1, reps=2)   # --smoke: the overhead of the two smaller MLPs only (the allocator check is small already)
 
 def step_fn(widths, batch, dev):
     layers = []
@@ -19,7 +25,7 @@ def step_fn(widths, batch, dev):
         opt.step()
     return model, opt, step
 
-def main(out):
+def main(out, cases=len(OVERHEAD), warmup=3, reps=9):
     dev = torch.device("cuda")
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": str(datetime.date.today())}
     checks = []
@@ -32,11 +38,9 @@ def main(out):
                        "peak_by_category": tl.peak_by_category})
     res["allocator_check"] = checks
     res["overhead"] = []
-    for name, widths, batch in (("MLP 8-32-32-4, batch 6", (8, 32, 32, 4), 6),
-                                ("MLP 1024-4096x3-1024, batch 1024", (1024, 4096, 4096, 4096, 1024), 1024),
-                                ("MLP 4096-8192x3-4096, batch 4096", (4096, 8192, 8192, 8192, 4096), 4096)):
+    for name, widths, batch in OVERHEAD[:cases]:
         model, opt, step = step_fn(widths, batch, dev)
-        r = measure_overhead(step, reps=9, warmup=3, sync=torch.cuda.synchronize, model=model, optimizer=opt, device="cuda")
+        r = measure_overhead(step, reps=reps, warmup=warmup, sync=torch.cuda.synchronize, model=model, optimizer=opt, device="cuda")
         res["overhead"].append({"name": name, **r})
         del model, opt, step
     atomic_write(out, json.dumps(res, indent=1))
@@ -46,5 +50,15 @@ def main(out):
         print(f"{r['name']:<36} plain {r['plain_s'] * 1e3:8.2f} ms  recorded {r['recorded_s'] * 1e3:8.2f} ms  ratio {r['ratio']:.2f}x  {r['events']} events")
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(); ap.add_argument("--out", default="bench/results/tensor_cuda.json")
-    main(ap.parse_args().out)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="the JSON file (default bench/results/tensor_cuda.json; required with --smoke)")
+    ap.add_argument("--cases", type=int, default=len(OVERHEAD), help="how many of the overhead MLPs, smallest first")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--smoke", action="store_true", help=f"the same run at small sizes ({SMOKE}); explicit flags still win")
+    a = ap.parse_args()
+    if a.smoke:
+        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
+        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    if not torch.cuda.is_available(): ap.exit(2, "bench/tensor_cuda.py needs a CUDA GPU\n")
+    main(a.out or "bench/results/tensor_cuda.json", a.cases, a.warmup, a.reps)

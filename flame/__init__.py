@@ -9,6 +9,7 @@ Modules:
 - `flame.io`: Writing a file so that a crash never leaves half of it, safetensors' names for dtypes, and sizes as people write them ("12GB", "512MiB") — the small helpers every layer above needs.
 - `flame.kernels.adamw`: One AdamW step as one elementwise kernel over flat buffers, step for step `torch.optim.AdamW` — with stochastic rounding for bf16 parameters, so that small updates are not lost.
 - `flame.kernels.core`: The conventions every FLAME kernel follows — dispatch, argument checks, testing, measuring — and the plumbing the fused row kernels share.
+- `flame.kernels.group_norm`: GroupNorm over channel groups and every pixel, with SDXL's SiLU fused in — forward and backward in Triton, for groups far too large to hold in registers.
 - `flame.kernels.layer_norm`: LayerNorm without affine, then a per-sample (or per-token) scale and shift — fused into one read of `x` and one write of `y`, in the forward and in the backward.
 - `flame.kernels.rms_norm`: RMSNorm with a learnt scale over the last dim — the norm Flux applies to every head's queries and keys: very many short rows, read in place from the fused `qkv` projection.
 - `flame.kernels.rope`: Rotary position embeddings over three axes, in BFL's layout: one kernel rotates every head of a token with one load of its rotations, and the backward is the same kernel.

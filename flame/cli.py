@@ -196,7 +196,8 @@ def main(argv=None) -> int:
         print(f"flame train: error: {_os_error(err)}", file=sys.stderr); return 2
     if result.interrupted: return 130
     out = result.output
-    print(f"done: {result.steps} steps in {result.seconds:.0f} s (memory policy: {result.policy})\n"
+    stages = ", ".join(f"{k} {v:.0f} s" for k, v in result.times.items())      # setup: loading or building the base, encoders
+    print(f"done: {result.steps} steps in {result.seconds:.0f} s ({stages}; memory policy: {result.policy})\n"
           f"  weights  {result.weights}\n  samples  {out / 'samples' / 'before.png'}, {out / 'samples' / 'after.png'}\n"
           f"  plots    {out / 'loss.png'}, {out / 'memory.png'}\n  metrics  {out / 'metrics.csv'}")
     return 0

@@ -12,7 +12,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 import torch
 from torch import Tensor
-from .models.layers import DiffusersVAE, Family, Schedule
+from .models.layers import DiffusersVAE, Family, Schedule, checkpoint_id
 from .models.flux import Flux, FluxConfig, FluxDenoiser, FluxTextEncoder
 from .data import HashTextEncoder, PatchVAE, Shapes, _digest
 from .train import TrainConfig, train, _last_checkpoint
@@ -65,10 +65,10 @@ def magenta_score(images: Tensor) -> Tensor:
 
 # %% ../nbs/71_demo.ipynb #dac5a20d
 def _load_tiny(path, *, vae, text_encoder, device, seed) -> FluxDenoiser:
-    if path is not None: flux, origin = Flux.from_safetensors(path, dtype=torch.float32), str(path)
+    if path is not None: flux, origin = Flux.from_safetensors(path, dtype=torch.float32), checkpoint_id(path)
     elif isinstance(vae, PatchVAE) and isinstance(text_encoder, HashTextEncoder):
         base = demo_base(progress=False)
-        flux, origin = Flux.from_safetensors(base), str(base)
+        flux, origin = Flux.from_safetensors(base), checkpoint_id(base)
     else:
         cfg = FluxConfig.tiny(in_channels=4 * vae.channels, out_channels=4 * vae.channels, context_in_dim=text_encoder.dim, vec_in_dim=text_encoder.pooled_dim)
         flux, origin = seeded_flux(cfg, seed), f"tiny Flux, random init (seed {seed})"

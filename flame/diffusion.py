@@ -213,9 +213,10 @@ def euler_sample(model: Callable, noise: Tensor, times: Tensor, context: Tensor,
 @torch.no_grad()
 def sample_flux(model: Flux, context: Tensor, y: Tensor, *, height: int = 1024, width: int = 1024, steps: int = 28,
                 guidance: float | None = 3.5, cfg_scale: float = 1.0, neg_context: Tensor | None = None, neg_y: Tensor | None = None,
-                seed: int = 0, shift: float | str = "flux") -> Tensor:
-    "Normalised latents (B, C, 2⌈H/16⌉, 2⌈W/16⌉) sampled by `model` for T5 `context` (B, T, D) and pooled CLIP `y` (B, D)."
+                seed: int = 0, shift: float | str | None = None) -> Tensor:
+    "Normalised latents (B, C, 2⌈H/16⌉, 2⌈W/16⌉) sampled by `model` for T5 `context` (B, T, D) and pooled CLIP `y` (B, D); `shift` None: the model's."
     if not isinstance(model, Flux): raise ValueError(f"model: expected a flame Flux, got {type(model).__name__}")
+    if shift is None: shift = "flux" if model.config.guidance_embed else 1.0
     check_tensor("context", context)
     p = next(model.parameters())
     noise = flux_noise(context.shape[0], height, width, channels=model.config.in_channels // 4, seed=seed, device=p.device, dtype=p.dtype)

@@ -18,7 +18,7 @@ from fastcore.basics import patch
 from .io import atomic_write, format_bytes
 
 # %% auto #0
-__all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'storage_bytes', 'Event', 'mark_streamed', 'MemoryTimeline', 'Report',
+__all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'storage_bytes', 'Event', 'mark_streamed', 'MemoryTimeline', 'byte_ticks', 'Report',
            'measure_overhead']
 
 # %% ../nbs/00_tensor.ipynb #35ffb8fb
@@ -444,12 +444,20 @@ def _phase_runs(events):
         else: runs.append([e.phase, e.t, e.t])
     return [r for r in runs if r[0] != "other"]
 
+# %% ../nbs/00_tensor.ipynb #5b7e11a1
+def byte_ticks(top: float, most: int = 6) -> list[float]:
+    "Round tick values from 0 to `top` bytes: at most `most`, a step of 1, 2 or 5 × 10^k of one binary unit."
+    unit = next((u for u in (2**30, 2**20, 2**10) if top >= u), 1)
+    span = top / unit
+    step = next(m * 10 ** e for e in range(-3, 20) for m in (1, 2, 5) if span / (m * 10 ** e) <= most - 1)
+    return [k * step * unit for k in range(int(span // step) + 1)]
+
 # %% ../nbs/00_tensor.ipynb #1d4a973f
 @patch
 def plot(self: MemoryTimeline, ax=None, title: str | None = None):
-    "Stacked area of bytes by category over time (ms), phases shaded, the peak marked. Returns the figure."
+    "Stacked area of bytes by category over time (ms), phases shaded (keyed in the legend), the peak marked. Returns the figure."
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.patches import Patch
     if ax is None: fig, ax = plt.subplots(figsize=(9, 3.6), dpi=80)
     else: fig = ax.figure
     ev = self.events
@@ -458,20 +466,17 @@ def plot(self: MemoryTimeline, ax=None, title: str | None = None):
     t = [e.t * 1e3 for e in ev]
     rows = _series(ev)
     cats = [c for i, c in enumerate(CATEGORIES) if any(r[i] for r in rows)]
-    ys = [[r[CATEGORIES.index(c)] for r in rows] for c in cats]
-    for phase, t0, t1 in _phase_runs(ev):
-        ax.axvspan(t0 * 1e3, t1 * 1e3, color=_PHASE_SHADE[phase], zorder=0, lw=0)
-    ax.stackplot(t, ys, labels=cats, colors=[COLORS[c] for c in cats], step="post", zorder=2)
+    runs = _phase_runs(ev)
+    for phase, t0, t1 in runs: ax.axvspan(t0 * 1e3, t1 * 1e3, color=_PHASE_SHADE[phase], zorder=0, lw=0)
+    ax.stackplot(t, [[r[CATEGORIES.index(c)] for r in rows] for c in cats], labels=cats, colors=[COLORS[c] for c in cats], step="post", zorder=2)
     i = _peak_index(ev)
     ax.plot([t[i]], [ev[i].total], "v", color="black", zorder=3)
     ax.annotate(f"peak {format_bytes(ev[i].total)}\n{ev[i].phase}: {ev[i].module or '-'}", (t[i], ev[i].total),
                 xytext=(6, -4), textcoords="offset points", va="top", fontsize=8, zorder=4)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
-    ax.set_xlabel("time in the region (ms); shading: " + ", ".join(f"{p}" for p in _PHASE_SHADE))
-    ax.set_ylim(0, ev[i].total * 1.15)
-    ax.set_xlim(t[0], t[-1])
-    ax.legend(loc="upper left", fontsize=8, ncol=len(cats))
-    ax.set_title(title or f"memory timeline ({self.device or 'all devices'})")
+    ax.set_yticks(byte_ticks(ev[i].total * 1.15), [format_bytes(v) for v in byte_ticks(ev[i].total * 1.15)])
+    ax.set(xlabel="time in the region (ms)", ylim=(0, ev[i].total * 1.15), xlim=(t[0], t[-1]), title=title or f"memory timeline ({self.device or 'all devices'})")
+    shades = [Patch(color=_PHASE_SHADE[p], label=f"{p} (shading)") for p in dict.fromkeys(r[0] for r in runs)]
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + shades, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, borderaxespad=0)
     fig.tight_layout()
     return fig
 

@@ -8,7 +8,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 
 # %% ../nbs/70_train.ipynb #22161870
 from __future__ import annotations
-import csv, fcntl, io, json, math, os, signal, time
+import csv, fcntl, io, json, math, os, shutil, signal, time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field
 from typing import NamedTuple
@@ -22,17 +22,18 @@ from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
 from .optim import FlatAdamW
-from .policy import MemoryPlan, Probe, check_budget, enforce, place, plan_memory
-from .models.layers import FAMILIES, DiffusionModel, Family, family
+from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, place, plan_memory
+from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, family, is_diffusion_model
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
-__all__ = ['TrainConfig', 'default_output', 'Run', 'check_unlocked', 'run_lock', 'setup', 'TrainState', 'start_state',
-           'micro_batch', 'dropped_captions', 'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid',
-           'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
-           'log_step', 'record_first_step', 'TrainResult', 'plan_run_memory', 'train']
+__all__ = ['TrainConfig', 'default_output', 'Run', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need', 'check_disk',
+           'start_partial', 'commit', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
+           'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
+           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'TrainResult', 'plan_run_memory', 'stream_store', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -137,14 +138,14 @@ def _check_encoders(model, vae, text, source: str):
 def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[DiffusionModel, str]:
     "The run's model and a name of its base (what a resumed run must continue from)."
     if model is not None:
-        if not isinstance(model, DiffusionModel):
+        if not is_diffusion_model(model):
             if fam.wrap is None: raise ValueError(f"model: expected a DiffusionModel of the {c.model} family, got {type(model).__name__}")
             model = fam.wrap(model)
         return model, f"{type(model.net).__name__}({c.model})"
     if c.checkpoint is not None and not Path(c.checkpoint).exists(): raise ValueError(f"checkpoint: {c.checkpoint} does not exist")
     try: model = fam.load(c.checkpoint, vae=vae, text_encoder=text, device=device, seed=c.seed)
     except (OSError, SafetensorError, json.JSONDecodeError) as err: raise ValueError(f"checkpoint: cannot read {c.checkpoint} as safetensors ({err})") from None
-    return model, str(c.checkpoint) if c.checkpoint is not None else getattr(model, "origin", c.model)
+    return model, checkpoint_id(c.checkpoint) if c.checkpoint is not None else getattr(model, "origin", c.model)
 
 # %% ../nbs/70_train.ipynb #12f3a94e
 @dataclass
@@ -159,6 +160,10 @@ class Run:
     out: Path
     resume_from: Path | None
     batch_order: dict = field(default_factory=dict, repr=False)   # {epoch: its batches}: micro_batch's one-epoch cache
+    final: Path | None = None            # where the run ends up; `out` is where it writes now (a partial sibling until its first checkpoint)
+    times: dict = field(default_factory=dict)    # seconds per stage: setup, caching, planning, sampling, training
+
+    def __post_init__(self): self.final = self.final or self.out
 
 def _adapt(c: TrainConfig, model: DiffusionModel):
     "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all in fp32 for a full fine-tune."
@@ -206,7 +211,7 @@ def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
 
 def _save_checkpoint(path: Path, opt: FlatAdamW, ema: Tensor | None, gen: torch.Generator, history: list, meta: dict):
     tensors = {"params": opt.flat, "exp_avg": opt.moments[0], "exp_avg_sq": opt.moments[1], "rng": gen.get_state(),
-               "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"]] for r in history], dtype=torch.float64).reshape(-1, 3)}
+               "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
     if ema is not None: tensors["ema"] = ema
     atomic_write(path, save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata={"flame.train": json.dumps(meta)}))
 
@@ -239,9 +244,13 @@ def _lock_holder(fd: int) -> str:
 def _in_use(out: Path, holder: str) -> ValueError:
     return ValueError(f"output: {out} is in use by another flame train (PID {holder}); wait for it to end, or choose another --output")
 
+def lock_path(out: Path) -> Path:
+    "The run folder's lock file: beside it (`.NAME.lock`), so that it holds while the folder itself is swapped."
+    return out.parent / f".{out.name}.lock"
+
 def check_unlocked(out: Path):
     "Refuse (ValueError naming the PID) if a live process holds the run folder's lock; writes nothing. A dead holder's lock is free."
-    try: fd = os.open(out / ".lock", os.O_RDONLY)
+    try: fd = os.open(lock_path(out), os.O_RDONLY)
     except OSError: return                                # no lock file (or no folder): nobody holds it
     try:
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -252,9 +261,9 @@ def check_unlocked(out: Path):
 # %% ../nbs/70_train.ipynb #224a35ad
 @contextmanager
 def run_lock(out: Path):
-    "Hold `out/.lock` exclusively (flock, holding our PID) while inside: one process per run folder. The kernel drops the lock of a dead process."
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / ".lock"
+    "Hold `lock_path(out)` exclusively (flock, holding our PID) while inside: one process per run folder. The kernel drops the lock of a dead process."
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_path(out)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -271,6 +280,61 @@ def run_lock(out: Path):
         try: path.unlink()                                 # while still holding it: whoever opens the file next opens a new one
         except FileNotFoundError: pass
         os.close(fd)
+
+# %% ../nbs/70_train.ipynb #d15c0002
+def _existing(path: Path) -> Path:
+    while not path.exists(): path = path.parent
+    return path
+
+def disk_need(c: TrainConfig, model: DiffusionModel, ds: LatentDataset, device: torch.device) -> dict:
+    "Bytes the run will write, by kind (upper estimates; fp32 everywhere the trainer may write fp32)."
+    n = sum(p.numel() for p in model.net.parameters() if p.requires_grad)
+    need = {"checkpoints": 3 * n * 4 * (3 + (c.ema is not None)),
+            "weights": n * 4 if c.mode == "lora" else sum(p.numel() * 4 for p in model.net.parameters())}
+    if ds.cache_dir is not None:
+        ctx, pooled = ds.text_encoder.encode([""])
+        latent = ds.vae.channels * (c.res // ds.vae.factor) ** 2 * 4
+        captions = len({it.caption for it in ds.source.items})
+        need["cache"] = len(ds.source.items) * latent + captions * (ctx.numel() + pooled.numel()) * 4
+    if device.type == "cpu" and c.budget is not None: need["stream store"] = frozen_unit_bytes(model)
+    return need
+
+def check_disk(c: TrainConfig, out: Path, model, ds: LatentDataset, device: torch.device):
+    "Refuse in one line when the output's file system has less free space than the run will write."
+    need, where = disk_need(c, model, ds, device), _existing(out)
+    free = shutil.disk_usage(where).free
+    if sum(need.values()) > free:
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in need.items())
+        raise ValueError(f"output: {where} has {format_bytes(free)} free, but this run will write about {format_bytes(sum(need.values()))} "
+                         f"({parts}); free some space or choose another --output")
+
+# %% ../nbs/70_train.ipynb #d15c0003
+def _link_tree(src: Path, dst: Path):
+    "`dst` as a copy of `src` made of hard links (a real copy where the file system cannot link)."
+    def link(a, b):
+        try: os.link(a, b)
+        except OSError: shutil.copy2(a, b)
+    shutil.copytree(src, dst, copy_function=link)
+
+def start_partial(run: Run):
+    "Write a fresh run into `.NAME.partial-PID` beside its folder (killed runs' leftovers removed: under the lock, none is live)."
+    final = run.final
+    for stale in final.parent.glob(f".{final.name}.partial-*"): shutil.rmtree(stale)
+    run.out = final.parent / f".{final.name}.partial-{os.getpid()}"
+    (run.out / "checkpoints").mkdir(parents=True)
+    if run.data.cache_dir is not None:
+        if (final / "cache").is_dir(): _link_tree(final / "cache", run.out / "cache")
+        run.data.cache_dir = run.out / "cache"
+
+def commit(run: Run):
+    "Put the partial folder in the run folder's place; an earlier run there is removed only now."
+    if run.out == run.final: return
+    old = run.final.parent / f".{run.final.name}.replaced-{os.getpid()}"
+    if run.final.exists(): run.final.rename(old)
+    run.out.rename(run.final)
+    run.out = run.final
+    if run.data.cache_dir is not None: run.data.cache_dir = run.final / "cache"
+    if old.exists(): shutil.rmtree(old)
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
@@ -291,6 +355,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     _adapt(c, model)
     check_budget(model, c.budget)
     resume_from = _check_resume(c, out, base) if c.resume else None
+    check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from)
 
 # %% ../nbs/70_train.ipynb #89ae9337
@@ -313,7 +378,8 @@ def _resume(run: Run, st: TrainState):
         st.opt.flat.copy_(ck["params"]); st.opt.moments[0].copy_(ck["exp_avg"]); st.opt.moments[1].copy_(ck["exp_avg_sq"])
         if st.ema is not None: st.ema.copy_(ck["ema"])
     st.gen.set_state(ck["rng"]); st.step = st.opt.steps = cmeta["step"]
-    st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=0) for i, (l, gn, s) in enumerate(ck["history"].tolist())]
+    st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=int(m[0]) if m else 0)   # (3 columns before mem_bytes was kept)
+                  for i, (l, gn, s, *m) in enumerate(ck["history"].tolist())]
     st.last_checkpoint = run.resume_from
 
 def start_state(run: Run) -> TrainState:
@@ -411,16 +477,17 @@ def _figure_png(fig, path: Path) -> Path:
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=80); return atomic_write(path, buf.getvalue())
 
 # %% ../nbs/70_train.ipynb #7fb01cad
-def plot_losses(history: list, title: str = "training loss"):
-    "The loss per step and its running mean (a matplotlib Figure, no pyplot state)."
+def plot_losses(history: list, title: str = "training loss", ylabel: str = "loss"):
+    "The loss per step and, from 40 steps, its running mean over 1/20 of the run (a matplotlib Figure, no pyplot state)."
     from matplotlib.figure import Figure
     fig = Figure(figsize=(6, 3.2)); ax = fig.subplots()
     steps, loss = [r["step"] for r in history], [r["loss"] for r in history]
-    ax.plot(steps, loss, lw=0.6, alpha=0.4, label="loss")
-    k = max(1, len(loss) // 20)
-    smooth = [sum(loss[max(0, i - k + 1):i + 1]) / len(loss[max(0, i - k + 1):i + 1]) for i in range(len(loss))]
-    ax.plot(steps, smooth, lw=1.8, label=f"mean of {k}")
-    ax.set(xlabel="step", ylabel="flow-matching loss", title=title, yscale="log"); ax.legend(); fig.tight_layout()
+    k = len(loss) // 20
+    ax.plot(steps, loss, lw=0.6 if k > 1 else 1.2, alpha=0.4 if k > 1 else 1.0, marker="" if len(loss) > 1 else "o", label="loss")
+    if k > 1:                                                 # a "mean of 1" would only repeat the loss
+        smooth = [sum(loss[max(0, i - k + 1):i + 1]) / len(loss[max(0, i - k + 1):i + 1]) for i in range(len(loss))]
+        ax.plot(steps, smooth, lw=1.8, label=f"running mean of {k} steps")
+    ax.set(xlabel="step", ylabel=ylabel, title=title, yscale="log"); ax.legend(); fig.tight_layout()
     return fig
 
 def _write_metrics(path: Path, history: list):
@@ -441,11 +508,12 @@ class Prompts(NamedTuple):
 
 def start_output(run: Run, log=print) -> Prompts:
     "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."
-    c, out, ds = run.config, run.out, run.data
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    if run.resume_from is None:                  # a fresh start over an earlier run: setup allowed it only with overwrite
-        for old in _checkpoints(out): old.unlink()
+    c, ds = run.config, run.data
+    if run.resume_from is None: start_partial(run)                     # a fresh run: beside the folder until it has a checkpoint
+    out = run.out
     atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
+    if uncaptioned := getattr(ds.source, "uncaptioned", None):
+        log(f"data: {len(uncaptioned)} of {len(ds.source.items)} images have no caption: they train on the empty caption (--allow-empty-captions)")
     if ds.cache_dir is not None:
         counts = ds.prepare(progress=c.progress)
         log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
@@ -455,24 +523,26 @@ def start_output(run: Run, log=print) -> Prompts:
 
 def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: str) -> Tensor:
     "A labelled grid of samples (EMA weights after the start, if any) to samples/NAME.png."
-    c = run.config
+    c, t_start = run.config, time.perf_counter()
     swap = st.ema is not None and name != "before"
     if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
     imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
                          guidance=run.family.guidance or c.guidance, device=run.device, autocast=run.device.type == "cuda")
     if swap: st.opt.flat.copy_(saved)
     _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
+    run.times["sampling"] = run.times.get("sampling", 0.0) + time.perf_counter() - t_start
     return imgs
 
 # %% ../nbs/70_train.ipynb #5612df05
 def save_checkpoint(run: Run, st: TrainState) -> Path:
-    "Checkpoint the state at its step (keeping the last two) and rewrite metrics.csv."
-    path = run.out / "checkpoints" / f"step-{st.step:06d}.safetensors"
-    _save_checkpoint(path, st.opt, st.ema, st.gen, st.history, {**st.meta, "step": st.step})
+    "Checkpoint the state at its step (keeping the last two), rewrite metrics.csv, and commit a fresh run's folder."
+    name = f"step-{st.step:06d}.safetensors"
+    _save_checkpoint(run.out / "checkpoints" / name, st.opt, st.ema, st.gen, st.history, {**st.meta, "step": st.step})
     for old in _checkpoints(run.out)[:-2]: old.unlink()
     _write_metrics(run.out / "metrics.csv", st.history)
-    st.last_checkpoint = path
-    return path
+    commit(run)                                   # something to keep: a fresh run takes its folder's place now
+    st.last_checkpoint = run.out / "checkpoints" / name
+    return st.last_checkpoint
 
 def finish(run: Run, st: TrainState) -> Path:
     "Write the trained weights (EMA if any): lora.safetensors, or model.safetensors in the loaded layout; metrics; loss plot."
@@ -481,7 +551,8 @@ def finish(run: Run, st: TrainState) -> Path:
     if c.mode == "lora": weights = save_lora(run.model.net, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
     else: weights = run.model.save(run.out / "model.safetensors")
     _write_metrics(run.out / "metrics.csv", st.history)
-    if st.history: _figure_png(plot_losses(st.history, f"{c.mode} · {c.model} · {st.step} steps"), run.out / "loss.png")
+    if st.history: _figure_png(plot_losses(st.history, f"{c.mode} · {c.model} · {st.step} steps", f"{run.model.schedule.objective} loss (MSE)"),
+                               run.out / "loss.png")
     return weights
 
 def _mem(device) -> int:
@@ -489,10 +560,11 @@ def _mem(device) -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") if Path("/proc/self/statm").exists() else 0
 
 def log_step(run: Run, st: TrainState, loss: float, t0: float, bar):
-    "Append the step to the history and the progress bar."
+    "Append the step to the history and the progress bar (`cuda_peak`: max allocated on the GPU; `rss`: the process's resident memory)."
     st.history.append(dict(step=st.step, loss=loss, grad_norm=st.opt.grad_norm, lr=run.config.lr, seconds=time.perf_counter() - t0,
                            mem_bytes=_mem(run.device)))
-    bar.update(1); bar.set_postfix(loss=f"{loss:.4f}", mem=format_bytes(st.history[-1]["mem_bytes"]), refresh=False)
+    mem = {("cuda_peak" if run.device.type == "cuda" else "rss"): format_bytes(st.history[-1]["mem_bytes"])}
+    bar.set_postfix(loss=f"{loss:.4f}", **mem, refresh=False); bar.update(1)
 
 def record_first_step(run: Run, st: TrainState, memory: MemoryPlan, timeline: MemoryTimeline):
     "Plot and save the first step's memory timeline, and hold the run to its budget."
@@ -500,6 +572,35 @@ def record_first_step(run: Run, st: TrainState, memory: MemoryPlan, timeline: Me
     fig = Figure(figsize=(9, 3.6)); timeline.plot(fig.subplots(), title=f"memory of training step {st.step} ({run.device}, policy: {memory.policy})")
     _figure_png(fig, run.out / "memory.png"); timeline.save(run.out / "memory.json")
     enforce(memory, torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else timeline.peak, st.step)
+
+# %% ../nbs/70_train.ipynb #d15c0005
+class _Lines:
+    "A progress report for logs: one line per `every` steps (tqdm's update/set_postfix interface)."
+    def __init__(self, total: int, done: int, desc: str, every: int, file):
+        self.total, self.n, self.desc, self.every, self.file, self.post = total, done, desc, every, file, {}
+    def set_postfix(self, refresh=False, **kw): self.post = kw
+    def update(self, k: int = 1):
+        self.n += k
+        if self.n % self.every == 0 or self.n == self.total:
+            extra = " ".join(f"{k}={v}" for k, v in self.post.items())
+            print(f"{self.desc}: step {self.n}/{self.total} ({100 * self.n // self.total}%) {extra}", file=self.file, flush=True)
+    def __enter__(self): return self
+    def __exit__(self, *exc): return False
+
+def progress_bar(c: TrainConfig, done: int, file=None):
+    "tqdm's bar in a terminal, `_Lines` elsewhere; nothing with `progress=False`."
+    import sys
+    from tqdm import tqdm
+    file, desc = file or sys.stderr, f"{c.mode} {c.model}"
+    if c.progress and not file.isatty(): return _Lines(c.steps, done, desc, max(1, c.steps // 20), file)
+    return tqdm(total=c.steps, initial=done, disable=not c.progress, desc=desc, dynamic_ncols=True, file=file)
+
+@contextmanager
+def _timed(run: Run, stage: str, less: str | None = None):
+    "Add the seconds spent inside to `run.times[stage]`, minus what stage `less` took meanwhile."
+    t0, l0 = time.perf_counter(), run.times.get(less, 0.0)
+    try: yield
+    finally: run.times[stage] = run.times.get(stage, 0.0) + time.perf_counter() - t0 - (run.times.get(less, 0.0) - l0)
 
 # %% ../nbs/70_train.ipynb #96e2bb4d
 @dataclass
@@ -513,15 +614,21 @@ class TrainResult:
     measured: dict
     interrupted: bool = False
     seconds: float = 0.0
+    times: dict = field(default_factory=dict)    # seconds per stage: setup (loading, building), caching, planning, sampling, training
 
 def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
-    "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file in its cache)."
+    "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file beside the run folder)."
     batch = micro_batch(run, 0)
     probe = Probe(lambda: micro_batch_loss(run, batch, torch.Generator().manual_seed(0)), st.opt)
-    store = run.out / "cache" / "stream-store.safetensors" if run.device.type == "cpu" else None
+    store = stream_store(run) if run.device.type == "cpu" else None
     memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
     if memory.budget is not None: log(f"memory: {memory}")
     return memory
+
+def stream_store(run: Run) -> Path:
+    """Where a CPU run streams its frozen weights from (a memory-mapped copy of them): beside the run folder, not in it — the
+    folder is renamed into place at the first checkpoint, and the store must not move under its map. Removed when the run ends."""
+    return run.final.parent / f".{run.final.name}.stream-store.safetensors"
 
 @contextmanager
 def _sigint():
@@ -547,22 +654,28 @@ def train(config: TrainConfig, *, model=None, data=None) -> TrainResult:
     "Run `config` (optionally on a given `model` and data `source`); see the notebook for what it writes."
     t_start = time.perf_counter()
     run = setup(config, model=model, data=data)
+    run.times["setup"] = time.perf_counter() - t_start
     small = run.device.type == "cpu" and sum(p.numel() for p in run.model.parameters()) < 1_000_000
     with _threads(1 if small else None): return _train(run, t_start)
 
 def _train(run: Run, t_start: float) -> TrainResult:
-    with run_lock(run.out): return _loop(run, t_start)               # one process per run folder, until the run ends (or fails)
+    with run_lock(run.final):                                         # one process per run folder, until the run ends (or fails)
+        try: return _loop(run, t_start)
+        except BaseException:
+            if run.out != run.final: shutil.rmtree(run.out, ignore_errors=True)   # failed before its first checkpoint: nothing to keep
+            raise
+        finally: stream_store(run).unlink(missing_ok=True)
 
 def _loop(run: Run, t_start: float) -> TrainResult:
-    from tqdm import tqdm
     c = run.config
-    prompts = start_output(run)                                       # everything is validated: from here on we write
-    st = start_state(run)                                             # optimizer, EMA, generator: fresh or resumed
-    memory = plan_run_memory(run, st)                                 # resident, checkpoint, offload or stream
+    with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
+    with _timed(run, "planning"):
+        st = start_state(run)                                         # optimizer, EMA, generator: fresh or resumed
+        memory = plan_run_memory(run, st)                             # resident, checkpoint, offload or stream
     if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")
     if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
     first, t0 = st.step + 1, time.perf_counter() - (st.history[-1]["seconds"] if st.history else 0.0)
-    with _sigint() as stop, tqdm(total=c.steps, initial=st.step, disable=not c.progress, desc=f"{c.mode} {c.model}", dynamic_ncols=True) as bar:
+    with _timed(run, "training", less="sampling"), _sigint() as stop, progress_bar(c, st.step) as bar:
         for step in range(first, c.steps + 1):
             with MemoryTimeline(run.model, st.opt, device=run.device) if step == first else nullcontext() as timeline:
                 loss = train_step(run, st, memory, step)              # batch → loss → backward → clip → AdamW → EMA
@@ -570,10 +683,9 @@ def _loop(run: Run, t_start: float) -> TrainResult:
             log_step(run, st, loss, t0, bar)
             if c.sample_every and step % c.sample_every == 0 and step < c.steps: save_samples(run, st, prompts, f"step-{step:06d}", f"step {step}")
             if (c.save_every and step % c.save_every == 0) or step == c.steps or stop: save_checkpoint(run, st)
-            if stop:
-                weights = finish(run, st)
-                print(f"\ninterrupted at step {step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
-                return TrainResult(run.out, step, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, True, time.perf_counter() - t_start)
+            if stop: break
     weights = finish(run, st)
-    save_samples(run, st, prompts, "after", f"after training (step {c.steps})")
-    return TrainResult(run.out, c.steps, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, False, time.perf_counter() - t_start)
+    if stop: print(f"\ninterrupted at step {st.step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
+    else: save_samples(run, st, prompts, "after", f"after training (step {c.steps})")
+    return TrainResult(run.out, st.step, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, bool(stop),
+                       time.perf_counter() - t_start, dict(run.times))

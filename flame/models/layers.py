@@ -23,8 +23,9 @@ from ..io import atomic_file, ST_DTYPE, ST_CODE
 __all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm',
            'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
            'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'Checkpoint',
-           'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'DiffusersVAE',
-           'Schedule', 'LoraNaming', 'DiffusionModel', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
+           'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id',
+           'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
+           'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -53,7 +54,7 @@ class ModulationOut(NamedTuple):
     gate: Tensor
     def modulate(self, x: Tensor) -> Tensor:
         "`LayerNorm(x)·(1 + scale) + shift`, fused."
-        return layer_norm_modulated(x, self.shift, self.scale, eps=1e-6)
+        return layer_norm_modulated(x, self.shift.to(x.dtype), self.scale.to(x.dtype), eps=1e-6)   # autocast: bf16 modulation, fp32 stream
 
 class Modulation(nn.Module):
     "`SiLU → Linear` from `vec` (B, D) to one (`double=False`) or two `ModulationOut` triples."
@@ -378,13 +379,18 @@ def guess_checkpoint(keys) -> str:
     return f"an unknown kind of checkpoint (first keys: {_listing(sorted(keys), 5)})"
 
 # %% ../../nbs/30_models.ipynb #d61126df
-def _fingerprint(*folders: Path) -> str:
+def _fingerprint(*paths: Path) -> str:
+    "16 hex digits of SHA-256 over each file's name, size and first MiB (a folder: every file in it)."
     h = hashlib.sha256()
-    for folder in folders:
-        for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+    for root in map(Path, paths):
+        for p in sorted(q for q in root.rglob("*") if q.is_file()) if root.is_dir() else [root]:
             with open(p, "rb") as f: head = f.read(1 << 20)
-            h.update(f"{p.relative_to(folder).as_posix()}:{p.stat().st_size}:".encode()); h.update(hashlib.sha256(head).digest())
+            h.update(f"{p.relative_to(root).as_posix() if root.is_dir() else p.name}:{p.stat().st_size}:".encode()); h.update(hashlib.sha256(head).digest())
     return h.hexdigest()[:16]
+
+def checkpoint_id(path) -> str:
+    "What names a base checkpoint in run records and LoRA metadata: its file name and fingerprint, not where it lies on this machine."
+    return f"{Path(path).name} ({_fingerprint(path)})"
 
 @contextmanager
 def _quiet():
@@ -479,6 +485,13 @@ class DiffusionModel(Protocol):
     def stream_units(self) -> list[nn.Module]: ...
     def save(self, path) -> Path: ...
 
+# %% ../../nbs/30_models.ipynb #a1c0de02
+_MEMBERS = (*DiffusionModel.__annotations__, "forward", "condition", "stream_units", "save")
+
+def is_diffusion_model(obj) -> bool:
+    "Whether `obj` has every member of `DiffusionModel` (looked up as attribute access does, submodules included)."
+    return all(hasattr(obj, name) for name in _MEMBERS)
+
 # %% ../../nbs/30_models.ipynb #644fa8f5
 class Denoiser(nn.Module):
     "Base of the families' adapters: holds the network as `net`; stream units, checkpointing and saving go to it."
@@ -503,7 +516,7 @@ class FinalLayer(nn.Module):
         self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 2 * hidden))
     def forward(self, x: Tensor, vec: Tensor) -> Tensor:
         shift, scale = self.adaLN_modulation(vec)[:, None, :].chunk(2, dim=-1)
-        return self.linear(layer_norm_modulated(x, shift, scale, eps=1e-6))
+        return self.linear(layer_norm_modulated(x, shift.to(x.dtype), scale.to(x.dtype), eps=1e-6))
 
 def check_shape(name: str, t, shape: tuple):
     "Like `check_tensor`, and a `ValueError` unless `t` has `shape` (None: any size)."

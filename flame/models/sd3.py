@@ -105,7 +105,9 @@ class Mlp(nn.Module):
     def forward(self, x: Tensor) -> Tensor: return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
 
 # %% ../../nbs/32_sd3.ipynb #1cf12ae3
-def _mod(x: Tensor, shift: Tensor, scale: Tensor) -> Tensor: return layer_norm_modulated(x, shift, scale, eps=1e-6)
+def _mod(x: Tensor, shift: Tensor, scale: Tensor) -> Tensor:
+    "adaLN: LayerNorm(x)·(1 + scale) + shift (under autocast the modulation comes out in bf16 while the residual stream is fp32: one dtype)."
+    return layer_norm_modulated(x, shift.to(x.dtype), scale.to(x.dtype), eps=1e-6)
 
 class DismantledBlock(nn.Module):
     "One stream (image `x_block` or text `context_block`) of a joint block: q, k, v before the joint attention, residuals after."
