@@ -16,6 +16,7 @@ Modules:
 - `flame.lora`: Low-rank adapters on a frozen model: inject, merge and unmerge exactly, and save and load the two file formats the field uses — kohya (ComfyUI, sd-scripts) and diffusers/PEFT — checked against diffusers' own loader.
 - `flame.models.flux`: Black Forest Labs' 12B rectified-flow transformer: double- and single-stream blocks, in BFL's parameter names, loading BFL and diffusers checkpoints lazily, equal to diffusers' implementation.
 - `flame.models.sd3`: Stability's MMDiT (SD3, SD3.5 Large) and MMDiT-X (SD3.5 Medium), in Stability's parameter names, loading Stability and diffusers checkpoints lazily, equal to diffusers' `SD3Transformer2DModel`.
+- `flame.models.sdxl`: Stability's SDXL UNet in the original (sgm / LDM) parameter names, loading single-file, bare and diffusers checkpoints lazily, equal to diffusers' `UNet2DConditionModel`; its text encoders, conditioning, LoRA names and family.
 - `flame.optim`: AdamW over one flat buffer of parameters and one of gradients: one kernel launch per step, however many tensors a LoRA has.
 - `flame.policy`: One owner of the device budget: parse it, measure a probe step, choose resident / checkpointing / activation offload / weight streaming, split the bytes, and hold the run to it.
 - `flame.streaming`: Train a model larger than the device: frozen block weights live in a memory-mapped safetensors file or a pinned host pool and flow to the device one step ahead of compute, forward and backward, under a byte budget — with results bit-identical to running resident.

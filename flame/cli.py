@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ['parser', 'main']
 
 # %% ../nbs/72_cli.ipynb #6c2b420d
-_DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", steps=400, rank=8,
+_DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, steps=400, rank=8,
                  alpha=None, lr=3e-3, batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
@@ -56,6 +56,7 @@ def _model_and_data(p, D):
     g.add_argument("--model", choices=_families(), help=f"model family (default: {D['model']})")
     g.add_argument("--checkpoint", metavar="PATH", help="the base model's .safetensors (Flux: BFL or diffusers layout); tiny: default is the demo base")
     g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight (tiny only) (default: {D['mode']})")
+    g.add_argument("--prediction", choices=("eps", "v"), help="what an SDXL-type (DDPM) model predicts: the noise, or v (default: the family's, eps)")
     g = p.add_argument_group("data")
     g.add_argument("--data", metavar="DIR", help="folder of images with .txt captions (N_name sub-folders repeat N times); default: procedural shapes")
     g.add_argument("--allow-empty-captions", action="store_true", help="train images that have no .txt caption on the empty caption "

@@ -263,15 +263,26 @@ def prepare(self: LatentDataset, progress: bool = False) -> dict:
     return {"latents": (len(missing), n - len(missing)), "text": (len(todo), len(captions) - len(todo))}
 
 @patch
+def _offset(self: LatentDataset, j: int, epoch: int, dy: int, dx: int) -> tuple[int, int]:
+    "The crop's top-left (row, column) given `dy`, `dx` rows and columns to spare: centred, or random from (seed, epoch, j)."
+    if self.crop == "center": return dy // 2, dx // 2
+    rng = random.Random(_seed("crop", self.seed, epoch, j))
+    return rng.randint(0, dy), rng.randint(0, dx)
+
+@patch
 def _crop(self: LatentDataset, j: int, epoch: int, latent: Tensor) -> Tensor:
     i, f = self.index[j], self.vae.factor
     h, w = self.bucket[i][1] // f, self.bucket[i][0] // f
-    dy, dx = latent.shape[-2] - h, latent.shape[-1] - w
-    if self.crop == "center": y, x = dy // 2, dx // 2
-    else:
-        rng = random.Random(_seed("crop", self.seed, epoch, j))
-        y, x = rng.randint(0, dy), rng.randint(0, dx)
+    y, x = self._offset(j, epoch, latent.shape[-2] - h, latent.shape[-1] - w)
     return latent[:, y:y + h, x:x + w]
+
+@patch
+def micro(self: LatentDataset, j: int, epoch: int) -> list[float]:
+    "SDXL's size conditioning of position `j`: original (height, width), crop top-left (y, x) in the resized image's pixels, target (height, width)."
+    i, f = self.index[j], self.vae.factor
+    (bw, bh), (cw, ch), (W, H) = self.bucket[i], self.cover[i], self.source.items[i].size
+    y, x = self._offset(j, epoch, ch // f - bh // f, cw // f - bw // f)
+    return [float(H), float(W), float(y * f), float(x * f), float(bh), float(bw)]
 
 # %% ../nbs/60_data.ipynb #013f7c8b
 @patch
@@ -286,13 +297,14 @@ def batches(self: LatentDataset, epoch: int, batch_size: int) -> list[list[int]]
 
 @patch
 def collate(self: LatentDataset, positions: list[int], epoch: int) -> dict:
-    "The batch at `positions` (of one bucket): latents (B, C, h, w), context (B, L, D), pooled (B, P), captions."
+    "The batch at `positions` (of one bucket): latents (B, C, h, w), context (B, L, D), pooled (B, P), micro (B, 6), captions."
     if len({self.bucket[self.index[j]] for j in positions}) != 1:
         raise ValueError(f"positions: expected one bucket (see `batches`), got {sorted({self.bucket[self.index[j]] for j in positions})}")
     captions = [self.source.items[self.index[j]].caption for j in positions]
     latents = torch.stack([self._crop(j, epoch, self.latent(self.index[j])) for j in positions])
     context, pooled = self.text(captions)
-    return {"latents": latents, "context": context, "pooled": pooled, "captions": captions}
+    micro = torch.tensor([self.micro(j, epoch) for j in positions], dtype=torch.float32)
+    return {"latents": latents, "context": context, "pooled": pooled, "micro": micro, "captions": captions}
 
 @patch
 def decode(self: LatentDataset, latents: Tensor) -> Tensor:

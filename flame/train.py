@@ -10,7 +10,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 from __future__ import annotations
 import csv, fcntl, io, json, math, os, shutil, signal, time
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict, field, replace
 from typing import NamedTuple
 from pathlib import Path
 import torch
@@ -22,7 +22,7 @@ from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
 from .optim import FlatAdamW
-from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, place, plan_memory
+from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
 from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, family, is_diffusion_model
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_timesteps
@@ -33,11 +33,11 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'lock_path', 'check_unlocked'
            'start_partial', 'commit', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
            'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
            'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
-           'TrainResult', 'plan_run_memory', 'stream_store', 'train']
+           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
+_RESUME_KEYS = ("model", "mode", "prediction", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
 # %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
@@ -50,6 +50,7 @@ class TrainConfig:
     text_encoder: str | None = None      # the text encoders' folder; None: the family's default (tiny: HashTextEncoder)
     output: str | None = None           # the run folder; None: runs/demo for the demo, runs/<data folder>-<YYYYmmdd-HHMMSS> with data
     mode: str = "lora"                   # lora | full
+    prediction: str | None = None        # eps | v: what a DDPM-family model (SDXL) predicts; None: the family's (flow models: flow)
     steps: int = 400
     rank: int = 8
     alpha: float | None = None           # None: alpha = rank
@@ -102,7 +103,7 @@ def default_output(data: str | None, now: float | None = None) -> str:
 def _validate(self: TrainConfig):
     if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
-    for name, ok in (("mode", ("lora", "full")), ("format", ("kohya", "diffusers")), ("crop", ("center", "random"))):
+    for name, ok in (("mode", ("lora", "full")), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None))):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
@@ -134,6 +135,13 @@ def _check_encoders(model, vae, text, source: str):
                             ("text context width (the text encoder's)", model.text_dims["context"], text.dim),
                             ("pooled text width (the text encoder's)", model.text_dims["pooled"], text.pooled_dim)):
         if got != need: raise ValueError(f"checkpoint: {source} takes {got} {what}, but the encoders give {need}: the model and the encoders do not belong together")
+
+def _predict(c: TrainConfig, model: DiffusionModel):
+    "Set what an eps/v model predicts (`prediction`); a flow-matching model has no such choice."
+    if c.prediction is None: return
+    if model.schedule.objective == "flow":
+        raise ValueError(f"prediction: --model {c.model} is trained by flow matching; --prediction eps|v is for DDPM models (sdxl)")
+    model.schedule = replace(model.schedule, objective=c.prediction)
 
 def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[DiffusionModel, str]:
     "The run's model and a name of its base (what a resumed run must continue from)."
@@ -347,6 +355,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     vae, text = fam.vae(c.vae, device=device, dtype=dtype), fam.text_encoder(c.text_encoder, device=device, dtype=dtype)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
+    _predict(c, model)
     source = _data(c, fam, data)
     res = c.res
     step = 64 if res % 64 == 0 and res >= 256 else res
@@ -421,7 +430,7 @@ def micro_batch_loss(run: Run, batch: dict, gen: torch.Generator, accum: int = 1
     x0 = batch["latents"].to(device)
     t = training_timesteps(model.schedule, x0.shape[0], latent_size=tuple(x0.shape[-2:]), generator=gen, device=device)
     noise = torch.randn(x0.shape, generator=gen).to(device)
-    cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled")}, guidance=run.config.guidance)
+    cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=run.config.guidance)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
         return diffusion_loss(model, x0, t, noise=noise, **cond) / accum
 
@@ -602,6 +611,42 @@ def _timed(run: Run, stage: str, less: str | None = None):
     try: yield
     finally: run.times[stage] = run.times.get(stage, 0.0) + time.perf_counter() - t0 - (run.times.get(less, 0.0) - l0)
 
+# %% ../nbs/70_train.ipynb #e5e50002
+def _mem_available() -> int | None:
+    "Bytes the OS can still hand out (Linux `MemAvailable`), or None where it does not say."
+    try: return next(int(l.split()[1]) * 1024 for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemAvailable:"))
+    except (OSError, StopIteration): return None
+
+def _extrapolate(sizes: list[float], peaks: list[float], n: float) -> float:
+    "The quadratic through (size, peak) at three sizes, evaluated at `n`, less its value at 0: the part that grows with size."
+    x = torch.tensor(sizes, dtype=torch.float64)
+    _, b, q = torch.linalg.solve(torch.stack([torch.ones_like(x), x, x * x], 1), torch.tensor(peaks, dtype=torch.float64)).tolist()
+    return max(0.0, b * n + q * n * n)
+
+def step_activation_bytes(run: Run, st: TrainState, sides=(8, 16, 24)) -> tuple[int, tuple]:
+    "Activation bytes of one step at the run's largest bucket, extrapolated from probe steps at small square latents; and that bucket."
+    model, ds, B = run.model, run.data, run.config.batch_size
+    ctx, pooled = ds.text([""])
+    was, model.checkpointing = model.checkpointing, run.config.budget is not None
+    peaks = []
+    try:
+        for side in sides:
+            batch = {"latents": torch.randn(B, ds.vae.channels, side, side), "context": ctx.expand(B, -1, -1), "pooled": pooled.expand(B, -1)}
+            def probe(): micro_batch_loss(run, batch, torch.Generator().manual_seed(0)).backward(); st.opt.zero_grad()
+            peaks.append(measure_peak(probe, run.device, model, st.opt))
+    finally: model.checkpointing = was
+    w, h = max(ds.buckets, key=lambda b: b[0] * b[1])
+    return int(_extrapolate([s * s for s in sides], peaks, (h // ds.vae.factor) * (w // ds.vae.factor))), (w, h)
+
+def check_step_memory(run: Run, st: TrainState):
+    "On the CPU: refuse (one line) a step whose extrapolated activations exceed the host's free memory."
+    if run.device.type != "cpu" or (free := _mem_available()) is None: return
+    need, (w, h) = step_activation_bytes(run, st)
+    if need > free:
+        raise ValueError(f"resolution: one training step at {w}×{h} (batch {run.config.batch_size}) needs about {format_bytes(need)} for its "
+                         f"activations (measured at small sizes, extrapolated), but this machine has {format_bytes(free)} free; "
+                         "lower --resolution or --batch-size")
+
 # %% ../nbs/70_train.ipynb #96e2bb4d
 @dataclass
 class TrainResult:
@@ -618,10 +663,15 @@ class TrainResult:
 
 def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file beside the run folder)."
+    check_step_memory(run, st)                                        # before the first full-size step: does one fit at all?
     batch = micro_batch(run, 0)
     probe = Probe(lambda: micro_batch_loss(run, batch, torch.Generator().manual_seed(0)), st.opt)
     store = stream_store(run) if run.device.type == "cpu" else None
-    memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
+    try: memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
+    except torch.cuda.OutOfMemoryError:
+        w, h = max(run.data.buckets, key=lambda b: b[0] * b[1])
+        raise ValueError(f"resolution: one training step at {w}×{h} (batch {run.config.batch_size}) does not fit in the GPU's memory "
+                         f"(CUDA out of memory in the planner's probe step); lower --resolution or --batch-size, or set --budget") from None
     if memory.budget is not None: log(f"memory: {memory}")
     return memory
 

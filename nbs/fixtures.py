@@ -58,3 +58,41 @@ def tiny_sd3_components(root, seed: int = 0, latent_channels: int = 16, vae_bloc
                             pad_token_id=0, eos_token_id=1)).save_pretrained(root / "text_encoder_3")
     _save_vae(root / "vae", latent_channels, vae_blocks, shift=0.0609, scale=1.5305)   # SD3's factors
     return root
+
+
+def tiny_sdxl_components(root, seed: int = 0, vae_blocks: int = 2, clip_dims: tuple = (16, 24), projection_dim: int = 20, vae_scale: float = 3.0):
+    """Save a random small CLIP-L-like `CLIPTextModel` and bigG-like `CLIPTextModelWithProjection` (widths `clip_dims`,
+    bigG's projection `projection_dim`), word-level tokenizers (77 tokens) and an AutoencoderKL (4 latent channels,
+    2^(vae_blocks-1)x down, no shift) to `root` in the diffusers SDXL layout, for tests: the context is sum(clip_dims)
+    wide (40, as `SDXLConfig.tiny()`), the pooled vector `projection_dim`. `vae_scale` 3 brings this random VAE's
+    latents of the procedural shapes near unit variance, as SDXL's 0.13025 does for its trained VAE."""
+    from pathlib import Path
+    import torch
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+    root = Path(root)
+    torch.manual_seed(seed)
+    for sub in ("tokenizer", "tokenizer_2"): _save_tokenizer(root / sub, True, 77)
+    for sub, cls, width in (("text_encoder", CLIPTextModel, clip_dims[0]), ("text_encoder_2", CLIPTextModelWithProjection, clip_dims[1])):
+        cls(CLIPTextConfig(vocab_size=len(WORDS), hidden_size=width, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2,
+                           max_position_embeddings=77, projection_dim=projection_dim, pad_token_id=0, eos_token_id=1, bos_token_id=3)).save_pretrained(root / sub)
+    _save_vae(root / "vae", 4, vae_blocks, shift=0.0, scale=vae_scale)
+    return root
+
+
+class Caught:
+    "Collects diffusers/PEFT log warnings and Python warnings inside a `with` block (`.msgs`): a loader that warns has dropped something."
+    def __init__(self):
+        import logging
+        class _H(logging.Handler):
+            def __init__(h): super().__init__(logging.WARNING)
+            def emit(h, record): self.msgs.append(record.getMessage())
+        self.msgs, self._handler = [], _H()
+    def __enter__(self):
+        import logging, warnings
+        for n in ("diffusers", "peft"): logging.getLogger(n).addHandler(self._handler)
+        self._w = warnings.catch_warnings(record=True); self._rec = self._w.__enter__(); warnings.simplefilter("always")
+        return self
+    def __exit__(self, *exc):
+        import logging
+        for n in ("diffusers", "peft"): logging.getLogger(n).removeHandler(self._handler)
+        self._w.__exit__(*exc); self.msgs += [str(w.message) for w in self._rec]

@@ -547,6 +547,7 @@ FAMILIES = {                    # --model name: "module:attribute" of its Family
     "flux-schnell": "flame.models.flux:FLUX_SCHNELL",
     "sd3.5-large": "flame.models.sd3:SD35_LARGE",
     "sd3.5-medium": "flame.models.sd3:SD35_MEDIUM",
+    "sdxl": "flame.models.sdxl:SDXL",
 }
 
 def family(name: str) -> Family:
