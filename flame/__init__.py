@@ -5,9 +5,10 @@ Modules:
 - `flame.autograd`: Recompute blocks in backward, stream their saved activations to host memory and back, and keep gradients in one flat buffer — exact, and with hooks for the streaming engine.
 - `flame.data`: Image folders with captions, aspect-ratio buckets and crops, safetensors caches of VAE latents and text embeddings made with the field's own encoders — and a procedural dataset of coloured shapes that trains on a CPU.
 - `flame.demo`: What `flame train` does with no arguments: the `tiny` model family, its procedural data, the base model it builds once, and the statistic its result is judged by.
-- `flame.diffusion`: What a diffusion model learns to predict (`flow`, `eps`, `v`), the timesteps trainers draw, and the samplers that run a model backwards: Euler for flows (Flux's schedule among them), DDIM for eps / v.
+- `flame.diffusion`: What a diffusion model learns to predict (`flow`, `eps`, `v`), the timesteps trainers draw, and the samplers that run a model backwards: Euler for every objective (Flux's schedule, SDXL's scheduler), DDIM for eps / v.
 - `flame.io`: Writing a file so that a crash never leaves half of it, safetensors' names for dtypes, and sizes as people write them ("12GB", "512MiB") — the small helpers every layer above needs.
 - `flame.kernels.adamw`: One AdamW step as one elementwise kernel over flat buffers, step for step `torch.optim.AdamW` — with stochastic rounding for bf16 parameters, so that small updates are not lost.
+- `flame.kernels.adamw8bit`: AdamW with both moments kept in 8 bits — quantized per block of 256 values with bitsandbytes' dynamic map — updated by one Triton kernel that dequantizes, steps and requantizes: 2 bytes of optimizer state per parameter instead of 8.
 - `flame.kernels.core`: The conventions every FLAME kernel follows — dispatch, argument checks, testing, measuring — and the plumbing the fused row kernels share.
 - `flame.kernels.group_norm`: GroupNorm over channel groups and every pixel, with SDXL's SiLU fused in — forward and backward in Triton, for groups far too large to hold in registers.
 - `flame.kernels.layer_norm`: LayerNorm without affine, then a per-sample (or per-token) scale and shift — fused into one read of `x` and one write of `y`, in the forward and in the backward.
@@ -17,7 +18,7 @@ Modules:
 - `flame.models.flux`: Black Forest Labs' 12B rectified-flow transformer: double- and single-stream blocks, in BFL's parameter names, loading BFL and diffusers checkpoints lazily, equal to diffusers' implementation.
 - `flame.models.sd3`: Stability's MMDiT (SD3, SD3.5 Large) and MMDiT-X (SD3.5 Medium), in Stability's parameter names, loading Stability and diffusers checkpoints lazily, equal to diffusers' `SD3Transformer2DModel`.
 - `flame.models.sdxl`: Stability's SDXL UNet in the original (sgm / LDM) parameter names, loading single-file, bare and diffusers checkpoints lazily, equal to diffusers' `UNet2DConditionModel`; its text encoders, conditioning, LoRA names and family.
-- `flame.optim`: AdamW over one flat buffer of parameters and one of gradients: one kernel launch per step, however many tensors a LoRA has.
+- `flame.optim`: AdamW, 8-bit AdamW and Adafactor over one flat buffer of parameters and one of gradients, behind one interface: step, zero_grad, global-norm clipping, the state as named flat tensors that resume bit for bit.
 - `flame.policy`: One owner of the device budget: parse it, measure a probe step, choose resident / checkpointing / activation offload / weight streaming, split the bytes, and hold the run to it.
 - `flame.streaming`: Train a model larger than the device: frozen block weights live in a memory-mapped safetensors file or a pinned host pool and flow to the device one step ahead of compute, forward and backward, under a byte budget — with results bit-identical to running resident.
 - `flame.tensor`: Where every byte of a training step goes: `MemoryTimeline` records each tensor-storage allocation and free, and says whether it was a parameter, a gradient, an activation, optimizer state, a streamed weight or a temporary.

@@ -14,8 +14,9 @@ from pathlib import Path
 __all__ = ['parser', 'main']
 
 # %% ../nbs/72_cli.ipynb #6c2b420d
-_DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, steps=400, rank=8,
-                 alpha=None, lr=3e-3, batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
+_DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, zero_terminal_snr=False, min_snr_gamma=None,
+                 offset_noise=0.0, steps=400, rank=8,
+                 alpha=None, lr=3e-3, optimizer="adamw", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
                  caption_dropout=0.0, device="auto", progress=True)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
@@ -57,6 +58,9 @@ def _model_and_data(p, D):
     g.add_argument("--checkpoint", metavar="PATH", help="the base model's .safetensors (Flux: BFL or diffusers layout); tiny: default is the demo base")
     g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight (tiny only) (default: {D['mode']})")
     g.add_argument("--prediction", choices=("eps", "v"), help="what an SDXL-type (DDPM) model predicts: the noise, or v (default: the family's, eps)")
+    g.add_argument("--zero-terminal-snr", action="store_true", help="with --prediction v: rescale the noise schedule to end in pure noise (Lin et al. 2023)")
+    g.add_argument("--min-snr-gamma", type=float, metavar="G", help="DDPM models: Min-SNR-γ loss weighting, e.g. 5 (default: plain MSE)")
+    g.add_argument("--offset-noise", type=float, metavar="S", help=f"add S·N(0,1) per sample and channel to the training noise, e.g. 0.05 (default: {D['offset_noise']})")
     g = p.add_argument_group("data")
     g.add_argument("--data", metavar="DIR", help="folder of images with .txt captions (N_name sub-folders repeat N times); default: procedural shapes")
     g.add_argument("--allow-empty-captions", action="store_true", help="train images that have no .txt caption on the empty caption "
@@ -75,7 +79,9 @@ def _training(p, D):
     g.add_argument("--steps", type=int, metavar="N", help=f"optimizer steps (default: {D['steps']})")
     g.add_argument("--rank", type=int, metavar="R", help=f"LoRA rank (default: {D['rank']})")
     g.add_argument("--alpha", type=float, metavar="A", help="LoRA alpha; the update is scaled by alpha/rank (default: the rank)")
-    g.add_argument("--lr", type=float, help=f"AdamW learning rate (default: {D['lr']})")
+    g.add_argument("--lr", type=float, help=f"learning rate (default: {D['lr']})")
+    g.add_argument("--optimizer", choices=("adamw", "adamw8bit", "adafactor"), help="adamw; adamw8bit: its moments in 8 bits (2 instead of 8 bytes "
+                   f"per trained parameter); adafactor: factored second moments, no first (default: {D['optimizer']})")
     g.add_argument("--weight-decay", type=float, metavar="WD", help=f"AdamW weight decay (default: {D['weight_decay']})")
     g.add_argument("--max-grad-norm", type=_grad_norm, metavar="NORM", help=f"clip the gradient's norm to NORM; 0 or none: no clipping "
                                                                             f"(default: {D['max_grad_norm']})")

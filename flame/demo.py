@@ -8,18 +8,18 @@ Docs: https://flame-dev.github.io/flame/demo.html.md"""
 # %% ../nbs/71_demo.ipynb #5158678e
 from __future__ import annotations
 import json, os
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 import torch
 from torch import Tensor
 from .models.layers import DiffusersVAE, Family, Schedule, checkpoint_id
 from .models.flux import Flux, FluxConfig, FluxDenoiser, FluxTextEncoder
 from .data import HashTextEncoder, PatchVAE, Shapes, _digest
-from .train import TrainConfig, train, _last_checkpoint
+from .train import TrainConfig, train, _last_checkpoint, _RESUME_KEYS
 
 # %% auto #0
 __all__ = ['DEMO_COLOURS', 'DEMO_CONCEPT', 'DEMO_PROMPTS', 'DEMO_FLUX', 'DEMO_SCHEDULE', 'DEMO_BASE', 'TINY', 'demo_data',
-           'cache_dir', 'demo_base', 'seeded_flux', 'magenta_score']
+           'cache_dir', 'base_key', 'demo_base', 'seeded_flux', 'magenta_score']
 
 # %% ../nbs/71_demo.ipynb #54f8471b
 DEMO_COLOURS = ("red", "green", "blue", "yellow", "cyan")
@@ -40,11 +40,15 @@ def cache_dir() -> Path:
     "Where FLAME keeps what it builds once: `$FLAME_CACHE`, else `~/.cache/flame`."
     return Path(os.environ.get("FLAME_CACHE") or Path.home() / ".cache" / "flame")
 
+def base_key(recipe: TrainConfig) -> str:
+    "The demo base's cache key: the recipe's fields that decide its numbers, the network and the colours (not folder, progress or saving options)."
+    numbers = {k: getattr(recipe, k) for k in (*_RESUME_KEYS, "steps", "lr", "weight_decay", "max_grad_norm", "guidance", "repeats")}
+    return _digest(json.dumps(numbers, sort_keys=True, default=str), DEMO_FLUX, DEMO_COLOURS)[:12]
+
 def demo_base(progress: bool = True) -> Path:
     "The demo's base model (tiny Flux trained on five colours), built reproducibly on first use; returns its .safetensors path."
     recipe = TrainConfig(**DEMO_BASE, output="", progress=progress)
-    key = _digest(json.dumps({k: v for k, v in asdict(recipe).items() if k not in ("output", "progress")}, sort_keys=True), DEMO_FLUX, DEMO_COLOURS)
-    run = cache_dir() / f"demo-base-{key[:12]}"
+    run = cache_dir() / f"demo-base-{base_key(recipe)}"
     if not (run / "model.safetensors").exists():
         print(f"building the demo base model once (full fine-tune of a seeded tiny Flux on {', '.join(DEMO_COLOURS)} shapes) in {run}")
         train(replace(recipe, output=str(run), resume=_last_checkpoint(run) is not None), model=seeded_flux(DEMO_FLUX, recipe.seed),

@@ -1,5 +1,5 @@
 """What a diffusion model learns to predict (`flow`, `eps`, `v`), the timesteps trainers draw, and the
-samplers that run a model backwards: Euler for flows (Flux's schedule among them), DDIM for eps / v.
+samplers that run a model backwards: Euler for every objective (Flux's schedule, SDXL's scheduler), DDIM for eps / v.
 
 Docs: https://flame-dev.github.io/flame/diffusion.html.md"""
 
@@ -18,10 +18,10 @@ from .models.layers import Schedule
 from .models.flux import Flux, FluxDenoiser
 
 # %% auto #0
-__all__ = ['FLUX_VAE_SCALE', 'FLUX_VAE_SHIFT', 'noisy_latents', 'velocity_target', 'flow_matching_loss', 'alphas_cumprod',
-           'diffusion_loss', 'flux_mu', 'time_shift', 'image_seq_len', 'TimestepSampler', 'training_timesteps',
-           'flux_schedule', 'to_model_latents', 'to_vae_latents', 'flux_noise', 'euler_sample', 'sample_flux',
-           'flow_match_sigmas', 'sample']
+__all__ = ['FLUX_VAE_SCALE', 'FLUX_VAE_SHIFT', 'noisy_latents', 'velocity_target', 'training_noise', 'flow_matching_loss',
+           'alphas_cumprod', 'diffusion_loss', 'min_snr_weights', 'flux_mu', 'time_shift', 'image_seq_len',
+           'TimestepSampler', 'training_timesteps', 'flux_schedule', 'to_model_latents', 'to_vae_latents', 'flux_noise',
+           'euler_sample', 'sample_flux', 'ddpm_sigmas', 'flow_match_sigmas', 'sample']
 
 # %% ../nbs/50_diffusion.ipynb #3afee945
 def _per_sample(t: Tensor, x: Tensor) -> Tensor:
@@ -45,22 +45,30 @@ def velocity_target(x0: Tensor, noise: Tensor) -> Tensor:
     _same_shape(x0, noise)
     return noise - x0
 
-def _draw_noise(x0: Tensor, generator: torch.Generator | None) -> Tensor:
-    "Standard normal noise like `x0`, drawn on the generator's device (CPU by default) so that a seed gives the same noise everywhere."
-    return torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device="cpu" if generator is None else generator.device).to(x0.device)
+def training_noise(shape: tuple, *, offset: float = 0.0, generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32,
+                   device=None) -> Tensor:
+    "N(0, 1) noise of `shape` (B, C, …) drawn on the generator's device (CPU by default), plus `offset`·N(0, 1) per (sample, channel) if `offset`."
+    if not offset >= 0: raise ValueError(f"offset: expected a number >= 0, got {offset!r}")
+    gdev = "cpu" if generator is None else generator.device
+    noise = torch.randn(shape, generator=generator, dtype=dtype, device=gdev)
+    if offset: noise = noise + offset * torch.randn(tuple(shape[:2]) + (1,) * (len(shape) - 2), generator=generator, dtype=dtype, device=gdev)
+    return noise.to(device or gdev)
 
 def flow_matching_loss(model: Callable, x0: Tensor, t: Tensor, context: Tensor, *, noise: Tensor | None = None,
                        generator: torch.Generator | None = None, **cond) -> Tensor:
     "MSE (fp32) between `model(x_t, t, context, **cond)` and the velocity target; noise drawn from `generator` unless given."
-    if noise is None: noise = _draw_noise(x0, generator)
+    if noise is None: noise = training_noise(x0.shape, generator=generator, dtype=x0.dtype, device=x0.device)
     pred = model(noisy_latents(x0, noise, t), t, context, **cond)
     return F.mse_loss(pred.float(), velocity_target(x0, noise).float())
 
 # %% ../nbs/50_diffusion.ipynb #b142b13b
 def alphas_cumprod(schedule: Schedule) -> Tensor:
-    "ᾱ_t for t = 0 … num_steps − 1 (float64): the running product of 1 − β over the 'scaled linear' betas."
+    "ᾱ_t for t = 0 … num_steps − 1 (float64): the running product of 1 − β over the 'scaled linear' betas, rescaled to ᾱ_T = 0 if asked."
     sqrt_betas = torch.linspace(schedule.beta_start ** 0.5, schedule.beta_end ** 0.5, schedule.num_steps, dtype=torch.float64)
-    return torch.cumprod(1 - sqrt_betas ** 2, 0)
+    ac = torch.cumprod(1 - sqrt_betas ** 2, 0)
+    if not schedule.zero_terminal_snr: return ac
+    r = ac.sqrt()                                        # Lin et al.'s Algorithm 1, on √ᾱ
+    return ((r - r[-1]) * r[0] / (r[0] - r[-1])) ** 2
 
 # %% ../nbs/50_diffusion.ipynb #dc7a9bd7
 def _schedule(model) -> Schedule:
@@ -68,25 +76,43 @@ def _schedule(model) -> Schedule:
     if not isinstance(s, Schedule): raise ValueError(f"model: expected a DiffusionModel with a `schedule` (a Schedule), got {type(model).__name__}")
     return s
 
-def _ddpm_scales(schedule: Schedule, t: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
-    "√ᾱ_t and √(1 − ᾱ_t) at the integer timesteps `t` (B,), shaped to broadcast over `x`."
+def _ddpm_alphas(schedule: Schedule, t: Tensor) -> Tensor:
+    "ᾱ_t (float64, on t's device) at the integer timesteps `t` (B,)."
     check_tensor("t", t)
     if not (torch.equal(t, t.round()) and t.min() >= 0 and t.max() < schedule.num_steps):
         raise ValueError(f"t: expected integer timesteps in [0, {schedule.num_steps}), got values from {t.min().item()} to {t.max().item()}")
-    a = alphas_cumprod(schedule).to(t.device)[t.long()]
+    return alphas_cumprod(schedule).to(t.device)[t.long()]
+
+def _ddpm_scales(schedule: Schedule, t: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    "√ᾱ_t and √(1 − ᾱ_t) at the integer timesteps `t` (B,), shaped to broadcast over `x`."
+    a = _ddpm_alphas(schedule, t)
     return _per_sample(a.sqrt(), x), _per_sample((1 - a).sqrt(), x)
 
-def diffusion_loss(model: Callable, x0: Tensor, t: Tensor, *, noise: Tensor | None = None,
-                   generator: torch.Generator | None = None, **cond) -> Tensor:
-    "MSE (fp32) between `model(x_t, t, **cond)` and the target of `model.schedule.objective`; noise drawn from `generator` unless given."
+def diffusion_loss(model: Callable, x0: Tensor, t: Tensor, *, noise: Tensor | None = None, generator: torch.Generator | None = None,
+                   offset_noise: float = 0.0, min_snr_gamma: float | None = None, **cond) -> Tensor:
+    "MSE (fp32) between `model(x_t, t, **cond)` and `model.schedule`'s target; noise (+ `offset_noise`) from `generator` unless given; Min-SNR-γ weighted if asked."
     s = _schedule(model)
-    if noise is None: noise = _draw_noise(x0, generator)
+    if noise is None: noise = training_noise(x0.shape, offset=offset_noise, generator=generator, dtype=x0.dtype, device=x0.device)
+    elif offset_noise: raise ValueError("offset_noise: applies to noise drawn here; draw the given noise with training_noise(..., offset=) instead")
+    weights = None if min_snr_gamma is None else min_snr_weights(s, t, min_snr_gamma)
     if s.objective == "flow": x_t, target = noisy_latents(x0, noise, t), velocity_target(x0, noise)
     else:
         _same_shape(x0, noise)
         a, b = _ddpm_scales(s, t, x0)
         x_t, target = a * x0 + b * noise, (noise if s.objective == "eps" else a * noise - b * x0)
-    return F.mse_loss(model(x_t, t, **cond).float(), target.float())
+    pred, target = model(x_t, t, **cond).float(), target.float()
+    if weights is None: return F.mse_loss(pred, target)
+    return (F.mse_loss(pred, target, reduction="none").flatten(1).mean(1) * weights.to(pred.device)).mean()   # per sample, weighted
+
+# %% ../nbs/50_diffusion.ipynb #e2e10633
+def min_snr_weights(schedule: Schedule, t: Tensor, gamma: float) -> Tensor:
+    "Min-SNR-γ weights (B,) fp32 at integer timesteps `t`: min(SNR, γ)/SNR for eps, min(SNR, γ)/(SNR + 1) for v; SNR = ᾱ/(1 − ᾱ)."
+    if schedule.objective == "flow": raise ValueError("min_snr_gamma: Min-SNR-γ weighting is for the eps / v objectives, not 'flow'")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma > 0:
+        raise ValueError(f"min_snr_gamma: expected a positive number, got {gamma!r}")
+    a = _ddpm_alphas(schedule, t)
+    snr = a / (1 - a)
+    return (snr.clamp(max=gamma) / (snr if schedule.objective == "eps" else snr + 1)).float()
 
 # %% ../nbs/50_diffusion.ipynb #00301d22
 def flux_mu(seq_len: int, base_shift: float = 0.5, max_shift: float = 1.15, base_seq_len: int = 256, max_seq_len: int = 4096) -> float:
@@ -190,10 +216,13 @@ def _guided(model: Callable, cond: dict, neg_cond: dict | None, cfg_scale: float
         return out_neg + cfg_scale * (out - out_neg)
     return predict
 
-def _euler(predict: Callable, x: Tensor, times: Tensor) -> Tensor:
-    "Euler steps x ← x + (t_next − t)·predict(x, t) along `times`."
-    for t_curr, t_next in zip(times[:-1].tolist(), times[1:].tolist()):
-        x = x + (t_next - t_curr) * predict(x, torch.full((x.shape[0],), t_curr, dtype=x.dtype, device=x.device))
+def _euler(predict: Callable, x: Tensor, times: Tensor, model_times: list | None = None) -> Tensor:
+    "Euler steps x ← x + (t_next − t)·predict(x, t) along `times`; `predict` is given model_times[i] (fp32 at least) in place of times[i] if given."
+    times = times.tolist()
+    dtype = x.dtype if model_times is None else torch.promote_types(x.dtype, torch.float32)
+    for i, (t_curr, t_next) in enumerate(zip(times[:-1], times[1:])):
+        t_in = t_curr if model_times is None else model_times[i]
+        x = x + (t_next - t_curr) * predict(x, torch.full((x.shape[0],), t_in, dtype=dtype, device=x.device))
     return x
 
 @torch.no_grad()
@@ -231,17 +260,53 @@ def _trailing(num_steps: int, steps: int) -> list[int]:
     if not isinstance(steps, int) or not 1 <= steps <= num_steps: raise ValueError(f"steps: expected an int in [1, {num_steps}], got {steps!r}")
     return (num_steps - torch.arange(steps, dtype=torch.float64) * (num_steps / steps)).round().long().sub(1).tolist()
 
+def _x0_eps(objective: str, x: Tensor, out: Tensor, a) -> tuple[Tensor, Tensor]:
+    "(x̂0, ε̂) from an eps or v prediction `out` at x = √a·x0 + √(1 − a)·ε; `a` (ᾱ) a float or a tensor broadcasting over x."
+    if objective == "eps": return (x - (1 - a) ** 0.5 * out) / a ** 0.5, out
+    return a ** 0.5 * x - (1 - a) ** 0.5 * out, a ** 0.5 * out + (1 - a) ** 0.5 * x
+
 def _ddim(predict: Callable, x: Tensor, steps: int, schedule: Schedule) -> Tensor:
     "Deterministic DDIM (η = 0) over trailing timesteps, the last step to ᾱ = 1; `predict(x, t)` answers eps or v."
     ac, ts = alphas_cumprod(schedule).tolist(), _trailing(schedule.num_steps, steps)
+    tdtype = torch.promote_types(x.dtype, torch.float32)                # timesteps up to 999 are not all bf16 numbers
     for t, t_next in zip(ts, ts[1:] + [None]):
         a, a_next = ac[t], (1.0 if t_next is None else ac[t_next])
-        out = predict(x, torch.full((x.shape[0],), float(t), dtype=x.dtype, device=x.device))
-        if schedule.objective == "eps": x0, eps = (x - (1 - a) ** 0.5 * out) / a ** 0.5, out
-        else: x0, eps = a ** 0.5 * x - (1 - a) ** 0.5 * out, a ** 0.5 * out + (1 - a) ** 0.5 * x
+        x0, eps = _x0_eps(schedule.objective, x, predict(x, torch.full((x.shape[0],), float(t), dtype=tdtype, device=x.device)), a)
         x = a_next ** 0.5 * x0 + (1 - a_next) ** 0.5 * eps
     return x
 
+# %% ../nbs/50_diffusion.ipynb #a890da74
+def _leading(num_steps: int, steps: int, offset: int = 1) -> list[int]:
+    "`steps` timesteps k·⌊num_steps/steps⌋ + offset, k = steps − 1 … 0 (diffusers' 'leading' spacing; SD's steps_offset is 1)."
+    if not isinstance(steps, int) or not 1 <= steps < num_steps: raise ValueError(f"steps: expected an int in [1, {num_steps - 1}], got {steps!r}")
+    return [k * (num_steps // steps) + offset for k in range(steps - 1, -1, -1)]
+
+def _euler_alphas(schedule: Schedule) -> Tensor:
+    "`alphas_cumprod`, a zero last ᾱ nudged to 2⁻²⁴ (diffusers' choice) so that its sigma is finite."
+    ac = alphas_cumprod(schedule)
+    if schedule.zero_terminal_snr: ac[-1] = 2.0 ** -24
+    return ac
+
+def ddpm_sigmas(schedule: Schedule, steps: int) -> tuple[Tensor, Tensor]:
+    "(timesteps (steps,) int64, sigmas √((1 − ᾱ)/ᾱ) (steps + 1,) float64 ending in 0): diffusers' EulerDiscreteScheduler as SDXL configures it."
+    if schedule.objective == "flow": raise ValueError("schedule: ddpm_sigmas is for the eps / v objectives; a flow samples on its own times")
+    n = schedule.num_steps
+    ts = torch.tensor(_trailing(n, steps) if schedule.zero_terminal_snr else _leading(n, steps))
+    a = _euler_alphas(schedule)[ts]
+    return ts, torch.cat((((1 - a) / a).sqrt(), a.new_zeros(1)))
+
+def _ddpm_euler(predict: Callable, noise: Tensor, steps: int, schedule: Schedule) -> Tensor:
+    "Euler in σ over `ddpm_sigmas`: x = x_t/√ᾱ moves by (σ' − σ)·ε̂, ε̂ read from `predict(x_t, t)` (eps or v)."
+    ts, sigmas = ddpm_sigmas(schedule, steps)
+    ac = _euler_alphas(schedule).to(noise.device)
+    def eps(x: Tensor, t: Tensor) -> Tensor:
+        a = _per_sample(ac[t.long()], x)
+        x_t = x * a.sqrt()
+        return _x0_eps(schedule.objective, x_t, predict(x_t, t), a)[1]
+    s0 = sigmas[0].item()
+    return _euler(eps, noise * (s0 if schedule.zero_terminal_snr else (s0 ** 2 + 1) ** 0.5), sigmas, ts.tolist())   # diffusers' init_noise_sigma
+
+# %% ../nbs/50_diffusion.ipynb #f36e343e
 def flow_match_sigmas(steps: int, shift: float = 3.0, num_steps: int = 1000) -> Tensor:
     "`steps + 1` sigmas 1 → 0 (fp32) spaced as Stability's SD3 sampler and diffusers' `FlowMatchEulerDiscreteScheduler(shift)`."
     if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps: expected a positive int, got {steps!r}")
@@ -254,11 +319,14 @@ def _flow_times(s: Schedule, steps: int, h: int, w: int) -> Tensor:
     return flux_schedule(steps, (h // s.patch) * (w // s.patch), shift=s.shift)
 
 @torch.no_grad()
-def sample(model: Callable, noise: Tensor, steps: int, cond: dict, *, neg_cond: dict | None = None, cfg_scale: float = 1.0) -> Tensor:
-    "Latents from `noise` in `steps` steps of `model(x, t, **cond)`: Euler for a flow, DDIM for eps / v; CFG when `cfg_scale` != 1."
+def sample(model: Callable, noise: Tensor, steps: int, cond: dict, *, neg_cond: dict | None = None, cfg_scale: float = 1.0,
+           sampler: str = "euler") -> Tensor:
+    "Latents from `noise` in `steps` steps of `model(x, t, **cond)`: Euler for any objective, or DDIM for eps / v; CFG when `cfg_scale` != 1."
     s = _schedule(model)
     check_tensor("noise", noise)
+    allowed = ["euler"] if s.objective == "flow" else ["euler", "ddim"]
+    if sampler not in allowed: raise ValueError(f"sampler: expected one of {allowed} for objective {s.objective!r}, got {sampler!r}")
     if cfg_scale != 1.0 and neg_cond is None: raise ValueError("neg_cond: classifier-free guidance (cfg_scale != 1) needs a negative conditioning")
     predict = _guided(model, cond, neg_cond, cfg_scale)
-    if s.objective != "flow": return _ddim(predict, noise, steps, s)
-    return _euler(predict, noise, _flow_times(s, steps, *noise.shape[-2:]))
+    if s.objective == "flow": return _euler(predict, noise, _flow_times(s, steps, *noise.shape[-2:]))
+    return (_ddim if sampler == "ddim" else _ddpm_euler)(predict, noise, steps, s)

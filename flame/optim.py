@@ -1,5 +1,5 @@
-"""AdamW over one flat buffer of parameters and one of gradients: one kernel launch per step, however
-many tensors a LoRA has.
+"""AdamW, 8-bit AdamW and Adafactor over one flat buffer of parameters and one of gradients, behind one
+interface: step, zero_grad, global-norm clipping, the state as named flat tensors that resume bit for bit.
 
 Docs: https://flame-dev.github.io/flame/optim.html.md"""
 
@@ -7,47 +7,197 @@ Docs: https://flame-dev.github.io/flame/optim.html.md"""
 
 # %% ../nbs/21_optim.ipynb #b8b83740
 from __future__ import annotations
+import math
 import torch
 from torch import Tensor
+from fastcore.basics import patch
 from .autograd import GradBuffer
-from .kernels import adamw_
+from .kernels import adamw_, adamw8bit_, adamw8bit_state
 
 # %% auto #0
-__all__ = ['FlatAdamW']
+__all__ = ['OPTIMIZERS', 'FlatOptimizer', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor', 'make_optimizer',
+           'optimizer_state_bytes', 'optim_results_table']
 
-# %% ../nbs/21_optim.ipynb #bc3414f8
-class FlatAdamW(torch.optim.Optimizer):
-    "AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat fp32 buffer; gradients in a `GradBuffer`."
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None):
+# %% ../nbs/21_optim.ipynb #292c813c
+class FlatOptimizer(torch.optim.Optimizer):
+    "What FLAME's optimizers share: `params` moved into one flat fp32 buffer, gradients in a `GradBuffer`, global-norm clipping."
+    def __init__(self, params, defaults: dict, max_grad_norm: float | None = None):
         params = list(params)
         if not params: raise ValueError("params: expected at least one trainable parameter")
         if bad := [tuple(p.shape) for p in params if p.dtype != torch.float32]:
             raise ValueError(f"params: expected float32 parameters (train in fp32, compute in bf16 with autocast), got other dtypes for shapes {bad[:3]}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        if max_grad_norm is not None and not max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm: expected a positive number or None, got {max_grad_norm!r}")
+        super().__init__(params, defaults)
         self.flat = torch.cat([p.detach().reshape(-1) for p in params])
         off = 0
         for p in params:
             p.data = self.flat[off:off + p.numel()].view_as(p); off += p.numel()
         self.grads = GradBuffer(params)
-        self.state[params[0]].update(exp_avg=torch.zeros_like(self.flat), exp_avg_sq=torch.zeros_like(self.flat))
         self.max_grad_norm, self.steps, self.grad_norm = max_grad_norm, 0, 0.0
 
-    def state_tensors(self) -> tuple[Tensor, ...]:
-        "Everything this optimizer keeps where the parameters live: parameters, gradients, both moments."
-        return (self.flat, self.grads.flat, *self.moments)
-
-    @property
-    def moments(self) -> tuple[Tensor, Tensor]:
-        st = self.state[self.param_groups[0]["params"][0]]
-        return st["exp_avg"], st["exp_avg_sq"]
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        g = self.param_groups[0]
-        self.grad_norm = self.grads.flat.norm().item()
-        if self.max_grad_norm is not None and self.grad_norm > self.max_grad_norm: self.grads.flat.mul_(self.max_grad_norm / self.grad_norm)
-        self.steps += 1
-        adamw_(self.flat, self.grads.flat, *self.moments, step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"])
+    def _update(self, group: dict):
+        "One update of `flat` from `grads.flat` (clipped), `self.steps` already counting it."
+        raise NotImplementedError
 
     def zero_grad(self, set_to_none: bool = False): self.grads.zero_()
+
+# %% ../nbs/21_optim.ipynb #c37e5e5a
+@patch
+def _add_state(self: FlatOptimizer, **tensors):
+    "Keep `tensors` as this optimizer's state: in `self.state`, where `MemoryTimeline` and `torch` look for it."
+    self.state[self.param_groups[0]["params"][0]].update(tensors)
+
+@patch(as_prop=True)
+def named_state(self: FlatOptimizer) -> dict:
+    "The optimizer's state tensors by name, in the order they were added."
+    return self.state[self.param_groups[0]["params"][0]]
+
+@patch
+def state_tensors(self: FlatOptimizer) -> tuple:
+    "Everything this optimizer keeps where the parameters live: parameters, gradients, its state."
+    return (self.flat, self.grads.flat, *self.named_state.values())
+
+@patch
+@torch.no_grad()
+def step(self: FlatOptimizer, closure=None):
+    "Clip the gradients to `max_grad_norm` (global norm; `grad_norm` keeps it before clipping), then update."
+    self.grad_norm = self.grads.flat.norm().item()
+    if self.max_grad_norm is not None and self.grad_norm > self.max_grad_norm: self.grads.flat.mul_(self.max_grad_norm / self.grad_norm)
+    self.steps += 1
+    self._update(self.param_groups[0])
+
+# %% ../nbs/21_optim.ipynb #8db65310
+@patch
+def state_dict(self: FlatOptimizer) -> dict[str, Tensor]:
+    "Parameters, state and step count as named tensors (the live buffers): what a checkpoint must hold to resume bit for bit."
+    return {"params": self.flat, **self.named_state, "steps": torch.tensor(self.steps, dtype=torch.int64)}
+
+@patch
+def load_state_dict(self: FlatOptimizer, state_dict: dict):
+    "Copy a `state_dict()` back in place (every name, shape and dtype checked before anything is copied)."
+    mine = self.state_dict()
+    if missing := sorted(set(mine) - set(state_dict)):
+        raise ValueError(f"state_dict: missing {missing} (a {type(self).__name__} state has {sorted(mine)})")
+    if extra := sorted(set(state_dict) - set(mine)):
+        raise ValueError(f"state_dict: unexpected {extra} (a {type(self).__name__} state has {sorted(mine)}; another optimizer's?)")
+    for k, t in mine.items():
+        v = state_dict[k]
+        if not isinstance(v, Tensor) or v.shape != t.shape or v.dtype != t.dtype:
+            got = f"{tuple(v.shape)} {v.dtype}" if isinstance(v, Tensor) else type(v).__name__
+            raise ValueError(f"state_dict: {k!r} expected {tuple(t.shape)} {t.dtype}, got {got}")
+    with torch.no_grad():
+        for k, t in mine.items():
+            if k != "steps": t.copy_(state_dict[k])
+    self.steps = int(state_dict["steps"])
+
+# %% ../nbs/21_optim.ipynb #bc3414f8
+class FlatAdamW(FlatOptimizer):
+    "AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat fp32 buffer; gradients in a `GradBuffer`."
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                 max_grad_norm: float | None = None):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm)
+        self._add_state(exp_avg=torch.zeros_like(self.flat), exp_avg_sq=torch.zeros_like(self.flat))
+
+    @property
+    def moments(self) -> tuple[Tensor, Tensor]: return self.named_state["exp_avg"], self.named_state["exp_avg_sq"]
+
+    def _update(self, g: dict):
+        adamw_(self.flat, self.grads.flat, *self.moments, step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"])
+
+# %% ../nbs/21_optim.ipynb #79b078e4
+class FlatAdamW8bit(FlatOptimizer):
+    "AdamW with 8-bit blockwise-quantized moments (`flame.kernels.adamw8bit_`) over one flat fp32 parameter buffer."
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                 max_grad_norm: float | None = None):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm)
+        qm, am, qv, av = adamw8bit_state(self.flat.numel(), self.flat.device)
+        self._add_state(exp_avg_codes=qm, exp_avg_absmax=am, exp_avg_sq_codes=qv, exp_avg_sq_absmax=av)
+
+    def _update(self, g: dict):
+        adamw8bit_(self.flat, self.grads.flat, *self.named_state.values(), step=self.steps, lr=g["lr"], betas=g["betas"],
+                   eps=g["eps"], weight_decay=g["weight_decay"])
+
+# %% ../nbs/21_optim.ipynb #7f8ce320
+class FlatAdafactor(FlatOptimizer):
+    "transformers' Adafactor with a fixed `lr` (relative_step, scale_parameter, warmup_init off) over one flat fp32 buffer."
+    def __init__(self, params, lr: float, eps: float = 1e-30, clip_threshold: float = 1.0, decay_rate: float = -0.8,
+                 beta1: float | None = None, weight_decay: float = 0.0, max_grad_norm: float | None = None):
+        if not isinstance(lr, (int, float)) or not lr > 0:
+            raise ValueError(f"lr: expected a positive learning rate (this Adafactor has no relative step), got {lr!r}")
+        super().__init__(params, dict(lr=lr, eps=eps, clip_threshold=clip_threshold, decay_rate=decay_rate, beta1=beta1,
+                                      weight_decay=weight_decay), max_grad_norm)
+        params = self.param_groups[0]["params"]
+        sizes = lambda f: [math.prod(f(p.shape)) if p.dim() >= 2 else 0 for p in params]
+        rows, cols = sizes(lambda s: s[:-1]), sizes(lambda s: (*s[:-2], s[-1]))
+        full = [0 if p.dim() >= 2 else p.numel() for p in params]
+        new = lambda k: torch.zeros(sum(k), device=self.flat.device)
+        self._add_state(exp_avg_sq_row=new(rows), exp_avg_sq_col=new(cols), exp_avg_sq=new(full))
+        if beta1 is not None: self._add_state(exp_avg=torch.zeros_like(self.flat))
+        st = self.named_state
+        avg = st["exp_avg"].split([p.numel() for p in params]) if beta1 is not None else [None] * len(params)
+        self._views = [_views(*t) for t in zip(params, self.grads.grads, st["exp_avg_sq_row"].split(rows),
+                                                 st["exp_avg_sq_col"].split(cols), st["exp_avg_sq"].split(full), avg)]
+
+# %% ../nbs/21_optim.ipynb #1774e267
+def _views(p: Tensor, g: Tensor, row: Tensor, col: Tensor, full: Tensor, avg: Tensor | None) -> dict:
+    "One tensor's working set, in its shape: the parameter, its gradient, its row and column factors (2-D and up) or its full second moment (1-D), its first moment."
+    v = dict(p=p.data, g=g, exp_avg=None if avg is None else avg.view(p.shape))
+    if p.dim() >= 2: v.update(row=row.view(p.shape[:-1]), col=col.view(*p.shape[:-2], p.shape[-1]))
+    else: v.update(full=full.view(p.shape))
+    return v
+
+def _rms(t: Tensor) -> Tensor: return t.norm(2) / (t.numel() ** 0.5)
+
+def _adafactor_(v: dict, group: dict, beta2t: float):
+    "transformers' Adafactor update of one tensor, in place (its expressions, in its order); its factors already multiplied by `beta2t`."
+    p, g = v["p"], v["g"]
+    update = g ** 2 + group["eps"]
+    if "row" in v:
+        v["row"].add_(update.mean(dim=-1), alpha=1.0 - beta2t)
+        v["col"].add_(update.mean(dim=-2), alpha=1.0 - beta2t)
+        r = (v["row"] / v["row"].mean(dim=-1, keepdim=True)).rsqrt_().unsqueeze(-1)
+        update = torch.mul(r, v["col"].unsqueeze(-2).rsqrt()).mul_(g)
+    else:
+        v["full"].add_(update, alpha=1.0 - beta2t)
+        update = v["full"].rsqrt().mul_(g)
+    update.div_((_rms(update) / group["clip_threshold"]).clamp_(min=1.0)).mul_(group["lr"])
+    if v["exp_avg"] is not None: update = v["exp_avg"].mul_(group["beta1"]).add_(update, alpha=1 - group["beta1"])
+    if group["weight_decay"] != 0: p.add_(p, alpha=-group["weight_decay"] * group["lr"])
+    p.add_(-update)
+
+@patch
+def _update(self: FlatAdafactor, group: dict):
+    "Decay every factor with one multiply per buffer, then update tensor by tensor."
+    beta2t = 1.0 - math.pow(self.steps, group["decay_rate"])
+    for k in ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq"): self.named_state[k].mul_(beta2t)
+    for v in self._views: _adafactor_(v, group, beta2t)
+
+# %% ../nbs/21_optim.ipynb #fe542fbd
+OPTIMIZERS = {"adamw": FlatAdamW, "adamw8bit": FlatAdamW8bit, "adafactor": FlatAdafactor}
+
+def make_optimizer(name: str, params, lr: float, weight_decay: float = 0.0, max_grad_norm: float | None = None, **kw) -> FlatOptimizer:
+    "The optimizer `name` ('adamw', 'adamw8bit' or 'adafactor') over `params`; `kw` go to its class."
+    if name not in OPTIMIZERS: raise ValueError(f"optimizer: expected one of {list(OPTIMIZERS)}, got {name!r}")
+    return OPTIMIZERS[name](params, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm, **kw)
+
+def optimizer_state_bytes(name: str, shapes) -> int:
+    "Bytes `state_tensors()` of optimizer `name` hold for parameters of `shapes`: fp32 parameters and gradients, and its state."
+    if name not in OPTIMIZERS: raise ValueError(f"optimizer: expected one of {list(OPTIMIZERS)}, got {name!r}")
+    shapes = [tuple(s) for s in shapes]
+    n = sum(math.prod(s) for s in shapes)
+    if name == "adamw": return 16 * n
+    if name == "adamw8bit": return 10 * n + 8 * -(-n // 256)
+    factors = sum(math.prod(s[:-1]) + math.prod((*s[:-2], s[-1])) if len(s) >= 2 else math.prod(s) for s in shapes)
+    return 8 * n + 4 * factors
+
+# %% ../nbs/21_optim.ipynb #2999c345
+def optim_results_table(res: dict) -> str:
+    "The recorded optimizer benchmark (bench/optim.py) as a markdown table, with device and date."
+    lines = [f"**{res['device']}**, {res['date']} (torch {res['torch']}, triton {res['triton']}); {res['n_params']:,} fp32 parameters\n",
+             "| optimizer | step ms | × torch fused AdamW | state bytes / param | state GB | step temporaries MB |", "|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        lines.append(f"| {r['optimizer']} | {r['ms']:.3f} | {r['x_torch_fused']:.2f} | {r['state_bytes_per_param']:.3f} | "
+                     f"{r['state_bytes'] / 1e9:.3f} | {r['temp_bytes'] / 1e6:.0f} |")
+    lines += [f"\n{k}: not run ({why})" for k, why in res.get("skipped", {}).items()]
+    return "\n".join(lines)

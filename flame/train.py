@@ -21,11 +21,11 @@ from safetensors.torch import load_file, save
 from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
-from .optim import FlatAdamW
+from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
 from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, family, is_diffusion_model
 from .lora import add_lora, save_lora
-from .diffusion import diffusion_loss, sample, training_timesteps
+from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
@@ -37,7 +37,7 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'lock_path', 'check_unlocked'
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "prediction", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
+_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
 # %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
@@ -51,10 +51,14 @@ class TrainConfig:
     output: str | None = None           # the run folder; None: runs/demo for the demo, runs/<data folder>-<YYYYmmdd-HHMMSS> with data
     mode: str = "lora"                   # lora | full
     prediction: str | None = None        # eps | v: what a DDPM-family model (SDXL) predicts; None: the family's (flow models: flow)
+    zero_terminal_snr: bool = False      # v only: the noise chain ends in pure noise (Lin et al. 2023)
+    min_snr_gamma: float | None = None   # eps / v: Min-SNR-γ loss weighting (5.0 is usual); None: plain MSE
+    offset_noise: float = 0.0            # + offset_noise·N(0,1) per (sample, channel) in the training noise (0.05–0.1 typical)
     steps: int = 400
     rank: int = 8
     alpha: float | None = None           # None: alpha = rank
     lr: float = 3e-3
+    optimizer: str = "adamw"             # adamw | adamw8bit (moments in 8 bits: 2 bytes/parameter) | adafactor (factored second moment)
     batch_size: int = 8
     grad_accum: int = 1
     resolution: int | None = None        # None: the family's training resolution
@@ -103,7 +107,7 @@ def default_output(data: str | None, now: float | None = None) -> str:
 def _validate(self: TrainConfig):
     if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
-    for name, ok in (("mode", ("lora", "full")), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None))):
+    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None))):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
@@ -112,6 +116,9 @@ def _validate(self: TrainConfig):
     if isinstance(self.caption_dropout, bool) or not (isinstance(self.caption_dropout, (int, float)) and 0 <= self.caption_dropout < 1):
         _bad(self, "caption_dropout", "a probability in [0, 1)")
     if self.max_grad_norm is not None and not self.max_grad_norm > 0: _bad(self, "max_grad_norm", "a positive number or None")
+    if self.zero_terminal_snr and self.prediction != "v": _bad(self, "zero_terminal_snr", "prediction='v' with it (eps is undefined where ᾱ = 0)")
+    if self.min_snr_gamma is not None and not self.min_snr_gamma > 0: _bad(self, "min_snr_gamma", "a positive number or None")
+    if isinstance(self.offset_noise, bool) or not (isinstance(self.offset_noise, (int, float)) and self.offset_noise >= 0): _bad(self, "offset_noise", "a number >= 0")
     if self.budget is not None: parse_size(self.budget, "budget")
     if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
     if self.sample_prompts is not None:
@@ -137,11 +144,12 @@ def _check_encoders(model, vae, text, source: str):
         if got != need: raise ValueError(f"checkpoint: {source} takes {got} {what}, but the encoders give {need}: the model and the encoders do not belong together")
 
 def _predict(c: TrainConfig, model: DiffusionModel):
-    "Set what an eps/v model predicts (`prediction`); a flow-matching model has no such choice."
-    if c.prediction is None: return
+    "Set what an eps/v model predicts and its schedule's end (`prediction`, `zero_terminal_snr`); flow-matching models have neither, nor Min-SNR-γ."
+    if c.prediction is None and c.min_snr_gamma is None: return
     if model.schedule.objective == "flow":
-        raise ValueError(f"prediction: --model {c.model} is trained by flow matching; --prediction eps|v is for DDPM models (sdxl)")
-    model.schedule = replace(model.schedule, objective=c.prediction)
+        name = "prediction" if c.prediction is not None else "min_snr_gamma"
+        raise ValueError(f"{name}: --model {c.model} is trained by flow matching; --{name.replace('_', '-')} is for DDPM models (sdxl)")
+    model.schedule = replace(model.schedule, objective=c.prediction or model.schedule.objective, zero_terminal_snr=c.zero_terminal_snr)
 
 def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[DiffusionModel, str]:
     "The run's model and a name of its base (what a resumed run must continue from)."
@@ -217,8 +225,8 @@ def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
             raise ValueError(f"resume: {last} was trained with {k}={saved!r}, this run has {k}={getattr(c, k)!r}; they must match to resume")
     return last
 
-def _save_checkpoint(path: Path, opt: FlatAdamW, ema: Tensor | None, gen: torch.Generator, history: list, meta: dict):
-    tensors = {"params": opt.flat, "exp_avg": opt.moments[0], "exp_avg_sq": opt.moments[1], "rng": gen.get_state(),
+def _save_checkpoint(path: Path, opt: FlatOptimizer, ema: Tensor | None, gen: torch.Generator, history: list, meta: dict):
+    tensors = {**opt.state_dict(), "rng": gen.get_state(),
                "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
     if ema is not None: tensors["ema"] = ema
     atomic_write(path, save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata={"flame.train": json.dumps(meta)}))
@@ -371,7 +379,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
 @dataclass
 class TrainState:
     "What changes as a run trains: optimizer, EMA, the noise generator, the history, the step."
-    opt: FlatAdamW
+    opt: FlatOptimizer
     ema: Tensor | None
     gen: torch.Generator
     meta: dict
@@ -383,10 +391,11 @@ def _resume(run: Run, st: TrainState):
     ck, cmeta = load_file(run.resume_from), _checkpoint_meta(run.resume_from)
     if cmeta["signature"] != st.meta["signature"] or ck["params"].numel() != st.opt.flat.numel():
         raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
-    with torch.no_grad():
-        st.opt.flat.copy_(ck["params"]); st.opt.moments[0].copy_(ck["exp_avg"]); st.opt.moments[1].copy_(ck["exp_avg_sq"])
-        if st.ema is not None: st.ema.copy_(ck["ema"])
-    st.gen.set_state(ck["rng"]); st.step = st.opt.steps = cmeta["step"]
+    steps = torch.tensor(cmeta["step"], dtype=torch.int64)                # (checkpoints before the optimizer choice hold no `steps`)
+    st.opt.load_state_dict({k: ck[k] for k in st.opt.state_dict() if k != "steps"} | {"steps": steps})
+    if st.ema is not None:
+        with torch.no_grad(): st.ema.copy_(ck["ema"])
+    st.gen.set_state(ck["rng"]); st.step = st.opt.steps
     st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=int(m[0]) if m else 0)   # (3 columns before mem_bytes was kept)
                   for i, (l, gn, s, *m) in enumerate(ck["history"].tolist())]
     st.last_checkpoint = run.resume_from
@@ -396,7 +405,7 @@ def start_state(run: Run) -> TrainState:
     c = run.config
     place(run.model, run.device, c.budget)                # before the optimizer: its flat buffers are made where the parameters are
     named = _trainable(run.model.net)
-    opt = FlatAdamW([p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
+    opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     st = TrainState(opt, opt.flat.clone() if c.ema else None, torch.Generator().manual_seed(_seed("noise", c.seed) % 2**63), meta)
     if run.resume_from is not None: _resume(run, st)
@@ -429,10 +438,10 @@ def micro_batch_loss(run: Run, batch: dict, gen: torch.Generator, accum: int = 1
     model, device = run.model, run.device
     x0 = batch["latents"].to(device)
     t = training_timesteps(model.schedule, x0.shape[0], latent_size=tuple(x0.shape[-2:]), generator=gen, device=device)
-    noise = torch.randn(x0.shape, generator=gen).to(device)
+    noise = training_noise(x0.shape, offset=run.config.offset_noise, generator=gen).to(device)
     cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=run.config.guidance)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-        return diffusion_loss(model, x0, t, noise=noise, **cond) / accum
+        return diffusion_loss(model, x0, t, noise=noise, min_snr_gamma=run.config.min_snr_gamma, **cond) / accum
 
 # %% ../nbs/70_train.ipynb #147e6b1c
 def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float:

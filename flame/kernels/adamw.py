@@ -40,6 +40,14 @@ def adamw_reference_(params, grads, exp_avg, exp_avg_sq, *, step, lr, betas, eps
 
 # %% ../../nbs/15_adamw.ipynb #8a2a4ffb
 @_jit
+def _round_bf16(p, offs, seed, ROUND: tl.constexpr):
+    "fp32 `p` rounded to bf16 (kept in fp32): ROUND 1 to nearest (ties to even), 2 stochastically (Philox at (`seed`, `offs`))."
+    bits = p.to(tl.uint32, bitcast=True)             # add to the 16 bits bf16 drops, then cut them off
+    if ROUND == 1: add = 0x7FFF + ((bits >> 16) & 1)
+    else: add = tl.randint(seed, offs.to(tl.uint32)) & 0xFFFF
+    return ((bits + add) & 0xFFFF0000).to(tl.float32, bitcast=True)
+
+@_jit
 def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, step_size, bc2_sqrt, seed,
                   ROUND: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -52,11 +60,7 @@ def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, 
     m = m + one_minus_b1 * (g - m)
     v = beta2 * v + one_minus_b2 * (g * g)
     p = p - step_size * (m / (tl.sqrt(v) / bc2_sqrt + eps))
-    if ROUND != 0:  # to bf16: add to the 16 bits bf16 drops, then cut them off
-        bits = p.to(tl.uint32, bitcast=True)
-        if ROUND == 1: add = 0x7FFF + ((bits >> 16) & 1)                       # nearest, ties to even
-        else: add = tl.randint(seed, offs.to(tl.uint32)) & 0xFFFF             # stochastic
-        p = ((bits + add) & 0xFFFF0000).to(tl.float32, bitcast=True)
+    if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
     tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
     tl.store(M + offs, m, mask=mask)
     tl.store(V + offs, v, mask=mask)

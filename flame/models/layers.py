@@ -449,6 +449,7 @@ class Schedule:
     beta_end: float = 0.012
     grid: str = "even"               # flow sampling: "even" (BFL: an even grid 1 → 0, then shifted) or "sd3" (Stability's
                                      # and diffusers' FlowMatchEuler: even from 1 to the smallest training sigma, shifted, then 0)
+    zero_terminal_snr: bool = False  # v: rescale the betas so that ᾱ at the last step is 0 (Lin et al. 2023; diffusers' rescale_betas_zero_snr)
 
     def __post_init__(self):
         if self.grid not in ("even", "sd3"): raise ValueError(f"grid: expected 'even' or 'sd3', got {self.grid!r}")
@@ -456,6 +457,8 @@ class Schedule:
         if self.shift != "flux" and (isinstance(self.shift, str) or not self.shift > 0):
             raise ValueError(f"shift: expected a positive number or 'flux', got {self.shift!r}")
         if not 0 < self.beta_start < self.beta_end < 1: raise ValueError(f"beta_start, beta_end: expected 0 < start < end < 1, got {self.beta_start}, {self.beta_end}")
+        if self.zero_terminal_snr and self.objective != "v":    # at ᾱ = 0 the input is the noise: nothing to predict, and x̂0 divides by √ᾱ
+            raise ValueError(f"zero_terminal_snr: needs objective 'v' (eps-prediction is undefined where ᾱ = 0), got {self.objective!r}")
 
 # %% ../../nbs/30_models.ipynb #c44e6039
 @dataclass(frozen=True)
