@@ -10,6 +10,7 @@ Modules:
 - `flame.kernels.adamw`: One AdamW step as one elementwise kernel over flat buffers, step for step `torch.optim.AdamW` — with stochastic rounding for bf16 parameters, so that small updates are not lost.
 - `flame.kernels.adamw8bit`: AdamW with both moments kept in 8 bits — quantized per block of 256 values with bitsandbytes' dynamic map — updated by one Triton kernel that dequantizes, steps and requantizes: 2 bytes of optimizer state per parameter instead of 8.
 - `flame.kernels.core`: The conventions every FLAME kernel follows — dispatch, argument checks, testing, measuring — and the plumbing the fused row kernels share.
+- `flame.kernels.fp8_matmul`: `y = x @ (W_fp8 · scale)ᵀ + bias`: a Triton matmul that reads frozen `float8_e4m3fn` weights and bf16/fp16/fp32 activations, applying the scale in the epilogue — forward and the gradient w.r.t. `x`.
 - `flame.kernels.group_norm`: GroupNorm over channel groups and every pixel, with SDXL's SiLU fused in — forward and backward in Triton, for groups far too large to hold in registers.
 - `flame.kernels.layer_norm`: LayerNorm without affine, then a per-sample (or per-token) scale and shift — fused into one read of `x` and one write of `y`, in the forward and in the backward.
 - `flame.kernels.rms_norm`: RMSNorm with a learnt scale over the last dim — the norm Flux applies to every head's queries and keys: very many short rows, read in place from the fused `qkv` projection.

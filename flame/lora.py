@@ -79,7 +79,8 @@ def add_lora(model: nn.Module, rank: int = 16, alpha: float | None = None, targe
     if have := [n for n in chosen if n in lora_layers(model)]: raise ValueError(f"model: {_listing(have, 4)} already carry a LoRA; remove_lora first")
     new = {}
     for n, m in chosen.items():
-        try: new[n] = LoRA(m.in_features, m.out_features, rank, alpha, dropout, device=m.weight.device, dtype=dtype or m.weight.dtype)
+        factors = dtype or (m.weight.dtype if m.weight.element_size() > 1 else torch.bfloat16)   # an 8-bit (fp8) weight: bf16 factors
+        try: new[n] = LoRA(m.in_features, m.out_features, rank, alpha, dropout, device=m.weight.device, dtype=factors)
         except ValueError as e: raise ValueError(f"{e} ({n})") from None
     model.requires_grad_(False)
     for n, lora in new.items(): _attach(chosen[n], lora)
@@ -95,7 +96,10 @@ def remove_lora(model: nn.Module) -> nn.Module:
 # %% ../nbs/40_lora.ipynb #20287fdc
 @torch.no_grad()
 def merge_lora(model: nn.Module) -> nn.Module:
-    "Fold every unmerged LoRA into its layer's weight; `unmerge_lora` restores the weights exactly."
+    "Fold every unmerged LoRA into its layer's weight; `unmerge_lora` restores the weights exactly. Refuses 8-bit (fp8) weights."
+    if eight := [n for n, m in lora_layers(model).items() if m.weight.element_size() == 1]:
+        raise ValueError(f"model: {_listing(eight, 3)} keep their weights in 8 bits (fp8, with scales): merging would round the LoRA "
+                         "away; keep it unmerged, or merge into a bf16 copy of the base")
     for m in lora_layers(model).values():
         lora = m.lora
         if lora.merged: continue

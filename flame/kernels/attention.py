@@ -309,15 +309,21 @@ class _FlashAttention(torch.autograd.Function):
                                 _like(q, q.shape[2]), _like(k, k.shape[2]), _like(v, v.shape[2]))
         return dq, dk, dv, None, None
 
+# %% ../../nbs/11_attention.ipynb #a77e0002
+def _sdpa(q, k, v, scale: float, key_padding_mask=None):
+    "PyTorch's fused attention; `key_padding_mask` True = ignored (SDPA's boolean mask is True = attended)."
+    mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+
 # %% ../../nbs/11_attention.ipynb #91c65b88
 def attention(q, k, v, *, scale=None, key_padding_mask=None):
     """Non-causal multi-head attention softmax(scale · q kᵀ) v: q (B, H, Lq, D), k and v (B, H, Lk, D).
     `scale` defaults to D**-0.5; `key_padding_mask` (B, Lk) bool marks padded keys (True = ignored).
-    Triton flash attention (forward + backward) on CUDA for fp16/bf16/fp32 and D <= 128, the reference otherwise."""
+    Triton flash attention (forward + backward) on CUDA for fp16/bf16/fp32 and D <= 128; PyTorch's SDPA otherwise."""
     B, H, Lq, Lk, D = _check(q, k, v, key_padding_mask)
     scale = D ** -0.5 if scale is None else float(scale)
-    if q.dtype not in _DTYPES or q.numel() == 0 or not use_triton(q, k, v):
-        return attention_reference(q, k, v, scale=scale, key_padding_mask=key_padding_mask)
+    if q.numel() == 0: return attention_reference(q, k, v, scale=scale, key_padding_mask=key_padding_mask)
+    if q.dtype not in _DTYPES or not use_triton(q, k, v): return _sdpa(q, k, v, scale, key_padding_mask)
     pad = None if key_padding_mask is None else key_padding_mask.contiguous()
     return _FlashAttention.apply(_unit_last(q), _unit_last(k), _unit_last(v), scale, pad)
 
