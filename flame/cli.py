@@ -19,7 +19,7 @@ _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encode
                  alpha=None, lr=3e-3, optimizer="adamw", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
-                 caption_dropout=0.0, device="auto", progress=True)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
+                 caption_dropout=0.0, device="auto", nproc=1, progress=True)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
 _EPILOG = """examples:
   flame train                                    the embedded demo: a LoRA that teaches a tiny Flux a new colour (CPU, minutes)
   flame train --model flux-dev --checkpoint flux1-dev.safetensors --vae FLUX.1-dev --text-encoder FLUX.1-dev \\
@@ -28,7 +28,17 @@ _EPILOG = """examples:
   flame train --config run.toml --lr 1e-4        options from a TOML file (keys: TrainConfig's fields), flags override them
   flame train --output runs/me --resume          continue a stopped run exactly where it stopped (its options
                                                  come from runs/me/config.json; ones given here override them)
+  flame train --nproc auto --batch-size 4 …      one process per GPU, each taking 4 samples of every micro-batch
+  torchrun --nproc-per-node 8 -m flame train …   the same under torchrun (several nodes: torchrun's --nnodes, --rdzv-* options)
 """
+
+def _nproc(s: str):
+    "--nproc: an int >= 1, or auto (every visible GPU; 1 on the CPU)."
+    if s == "auto": return s
+    try: v = int(s)
+    except ValueError: v = 0
+    if v < 1: raise argparse.ArgumentTypeError(f"expected an int >= 1 or auto, got {s!r}")
+    return v
 
 def _size(s: str):
     return int(s) if s.isdigit() else s
@@ -99,6 +109,8 @@ def _memory_samples_output(p, D):
     g.add_argument("--budget", type=_size, metavar="BYTES", help="device memory the run may use, e.g. 8GB; picks resident / checkpointing / "
                                                                "activation offload / weight streaming by measuring (default: no limit)")
     g.add_argument("--device", help=f"auto, cpu, cuda or cuda:N (default: {D['device']})")
+    g.add_argument("--nproc", type=_nproc, metavar="N", help="processes, one per GPU (gloo on the CPU), each taking --batch-size samples of every "
+                                                           f"micro-batch; auto: every visible GPU (default: {D['nproc']})")
     g = p.add_argument_group("samples")
     g.add_argument("--sample-prompts", action="append", metavar="TEXT", help="a prompt of the sample grids; repeat the flag for more "
                                                                             "(default: the demo's prompts, or the first captions of the data)")
@@ -195,6 +207,9 @@ def main(argv=None) -> int:
         kw = _options(args)
         from flame.train import TrainConfig, train             # torch, Triton: only now that the arguments are known to be good
         result = train(TrainConfig(**kw))
+    except RuntimeError as err:                                 # a rank of several failed (flame.train.RankFailed): one line
+        if type(err).__name__ != "RankFailed": raise
+        print(f"flame train: {err}", file=sys.stderr); return 1
     except ValueError as err:
         print(f"flame train: error: {err}", file=sys.stderr); return 2
     except FloatingPointError as err:
@@ -202,6 +217,7 @@ def main(argv=None) -> int:
     except OSError as err:                                      # output a file, read-only, no space left, /proc …
         print(f"flame train: error: {_os_error(err)}", file=sys.stderr); return 2
     if result.interrupted: return 130
+    if result.weights is None: return 0                         # a rank > 0 of a torchrun run: rank 0 reports
     out = result.output
     stages = ", ".join(f"{k} {v:.0f} s" for k, v in result.times.items())      # setup: loading or building the base, encoders
     print(f"done: {result.steps} steps in {result.seconds:.0f} s ({stages}; memory policy: {result.policy})\n"

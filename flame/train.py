@@ -29,15 +29,16 @@ from .diffusion import diffusion_loss, sample, training_noise, training_timestep
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
-__all__ = ['TrainConfig', 'default_output', 'Run', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need', 'check_disk',
-           'start_partial', 'commit', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
-           'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
-           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
-           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'train']
+__all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
+           'check_disk', 'start_partial', 'commit', 'setup', 'TrainState', 'start_state', 'micro_batch',
+           'dropped_captions', 'training_draws', 'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid',
+           'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
+           'log_step', 'record_first_step', 'progress_bar', 'step_activation_bytes', 'check_step_memory', 'TrainResult',
+           'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "seed", "batch_size", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
+_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
 # %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
@@ -81,6 +82,7 @@ class TrainConfig:
     allow_empty_captions: bool = False   # train images without a caption file on the empty caption (otherwise refused)
     caption_dropout: float = 0.0         # probability that a sample trains on the empty caption "" (for classifier-free guidance)
     device: str = "auto"
+    nproc: int | str = 1                 # processes (one per GPU), each taking batch_size samples of every micro-batch; "auto": every visible GPU
     progress: bool = True
 
     def __post_init__(self): _validate(self)
@@ -120,6 +122,8 @@ def _validate(self: TrainConfig):
     if self.min_snr_gamma is not None and not self.min_snr_gamma > 0: _bad(self, "min_snr_gamma", "a positive number or None")
     if isinstance(self.offset_noise, bool) or not (isinstance(self.offset_noise, (int, float)) and self.offset_noise >= 0): _bad(self, "offset_noise", "a number >= 0")
     if self.budget is not None: parse_size(self.budget, "budget")
+    if self.nproc == "auto": self.nproc = torch.cuda.device_count() if self.device != "cpu" and torch.cuda.is_available() else 1
+    if not isinstance(self.nproc, int) or isinstance(self.nproc, bool) or self.nproc < 1: _bad(self, "nproc", "an int >= 1 or 'auto'")
     if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
     if self.sample_prompts is not None:
         self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
@@ -178,6 +182,8 @@ class Run:
     batch_order: dict = field(default_factory=dict, repr=False)   # {epoch: its batches}: micro_batch's one-epoch cache
     final: Path | None = None            # where the run ends up; `out` is where it writes now (a partial sibling until its first checkpoint)
     times: dict = field(default_factory=dict)    # seconds per stage: setup, caching, planning, sampling, training
+    rank: int = 0                        # this process's rank among `world` (torch.distributed); only rank 0 writes
+    world: int = 1
 
     def __post_init__(self): self.final = self.final or self.out
 
@@ -193,6 +199,34 @@ def _data(c: TrainConfig, fam: Family, data):
     if c.data is not None: return ImageFolder(c.data, repeats=c.repeats, allow_empty_captions=c.allow_empty_captions)
     if fam.data is None: raise ValueError(f"data: --model {c.model} needs --data (a folder of images with .txt captions)")
     return fam.data(c.res)
+
+def _rank_world() -> tuple[int, int]:
+    "This process's rank and the number of processes: torch.distributed's, or (0, 1) outside a process group."
+    import torch.distributed as dist
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_available() and dist.is_initialized() else (0, 1)
+
+def _rank_device(device: torch.device, world: int) -> torch.device:
+    "With several processes on CUDA, each takes its own GPU: cuda:LOCAL_RANK."
+    if world == 1 or device.type != "cuda": return device
+    if device.index is not None: raise ValueError(f"device: with several processes each takes cuda:LOCAL_RANK; pass 'cuda' or 'auto', not {str(device)!r}")
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+
+def all_reduce_step(run: Run, st, total: float) -> float:
+    "Sum the ranks' losses and flat gradients (one all-reduce of `grads.flat`): every rank then steps on the global batch's gradient."
+    if run.world == 1: return total
+    import torch.distributed as dist
+    flat = st.opt.grads.flat
+    loss = torch.tensor([total], dtype=torch.float64, device=flat.device)
+    dist.all_reduce(loss); dist.all_reduce(flat)              # (overlapping buckets with backward: not yet)
+    return loss.item()
+
+def _agree(run: Run, flag: bool) -> bool:
+    "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
+    if run.world == 1: return flag
+    import torch.distributed as dist
+    t = torch.tensor([float(flag)], device=run.device if run.device.type == "cuda" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
 
 # %% ../nbs/70_train.ipynb #eb091463
 def _signature(names_shapes) -> str: return _digest(json.dumps(names_shapes))[:16]
@@ -223,10 +257,14 @@ def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
         saved = meta["config"].get(k, TrainConfig.__dataclass_fields__[k].default)     # a key newer than the checkpoint: its default
         if saved != getattr(c, k):
             raise ValueError(f"resume: {last} was trained with {k}={saved!r}, this run has {k}={getattr(c, k)!r}; they must match to resume")
+    was = (meta["config"]["batch_size"], meta["config"].get("nproc", 1))              # the global micro-batch, not how it was split
+    if was[0] * was[1] != c.batch_size * c.nproc:
+        raise ValueError(f"resume: {last} was trained with batch_size={was[0]!r} × nproc={was[1]!r} = {was[0] * was[1]} samples per micro-batch, "
+                         f"this run has batch_size={c.batch_size!r} × nproc={c.nproc!r} = {c.batch_size * c.nproc}; they must match to resume")
     return last
 
-def _save_checkpoint(path: Path, opt: FlatOptimizer, ema: Tensor | None, gen: torch.Generator, history: list, meta: dict):
-    tensors = {**opt.state_dict(), "rng": gen.get_state(),
+def _save_checkpoint(path: Path, opt: FlatOptimizer, ema: Tensor | None, history: list, meta: dict):
+    tensors = {**opt.state_dict(),
                "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
     if ema is not None: tensors["ema"] = ema
     atomic_write(path, save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata={"flame.train": json.dumps(meta)}))
@@ -358,7 +396,8 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     c, out = config, Path(config.output)
     check_unlocked(out)                                   # another process trains into this folder: say so at once
     _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
-    device, fam = _device(c.device), family(c.model)
+    (rank, world), fam = _rank_world(), family(c.model)
+    device = _rank_device(_device(c.device), world)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     vae, text = fam.vae(c.vae, device=device, dtype=dtype), fam.text_encoder(c.text_encoder, device=device, dtype=dtype)
     model, base = _load_model(c, fam, vae, text, device, model)
@@ -373,15 +412,14 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     check_budget(model, c.budget)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
-    return Run(c, device, fam, ds, model, base, out, resume_from)
+    return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world)
 
 # %% ../nbs/70_train.ipynb #89ae9337
 @dataclass
 class TrainState:
-    "What changes as a run trains: optimizer, EMA, the noise generator, the history, the step."
+    "What changes as a run trains: optimizer, EMA, the history, the step."
     opt: FlatOptimizer
     ema: Tensor | None
-    gen: torch.Generator
     meta: dict
     history: list = field(default_factory=list)
     step: int = 0
@@ -395,37 +433,41 @@ def _resume(run: Run, st: TrainState):
     st.opt.load_state_dict({k: ck[k] for k in st.opt.state_dict() if k != "steps"} | {"steps": steps})
     if st.ema is not None:
         with torch.no_grad(): st.ema.copy_(ck["ema"])
-    st.gen.set_state(ck["rng"]); st.step = st.opt.steps
+    st.step = st.opt.steps                                                # (older checkpoints' "rng": no longer drawn from)
     st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=int(m[0]) if m else 0)   # (3 columns before mem_bytes was kept)
                   for i, (l, gn, s, *m) in enumerate(ck["history"].tolist())]
     st.last_checkpoint = run.resume_from
 
 def start_state(run: Run) -> TrainState:
-    "The optimizer over the trainable parameters (moved to the device), EMA and generator: fresh, or resumed."
+    "The optimizer over the trainable parameters (moved to the device) and EMA: fresh, or resumed."
     c = run.config
     place(run.model, run.device, c.budget)                # before the optimizer: its flat buffers are made where the parameters are
     named = _trainable(run.model.net)
     opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
-    st = TrainState(opt, opt.flat.clone() if c.ema else None, torch.Generator().manual_seed(_seed("noise", c.seed) % 2**63), meta)
+    st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
     if run.resume_from is not None: _resume(run, st)
     return st
 
 # %% ../nbs/70_train.ipynb #b0ced276
-def micro_batch(run: Run, n: int) -> dict:
-    "The `n`-th micro-batch of the run (0-based): epoch n // batches-per-epoch, its n-th batch."
+def micro_batch(run: Run, n: int, rank: int | None = None) -> dict | None:
+    "This rank's share of the `n`-th micro-batch (0-based; epoch n // batches-per-epoch, its n-th batch of world × batch_size); None if empty."
     ds, bs, order = run.data, run.config.batch_size, run.batch_order
-    if not order: order[0] = ds.batches(0, bs)
+    if not order: order[0] = ds.batches(0, bs * run.world)
     e, k = divmod(n, len(next(iter(order.values()))))       # every epoch has as many batches: the buckets' sizes fix it
-    if e not in order: order.clear(); order[e] = ds.batches(e, bs)
-    return _drop_captions(run, ds.collate(order[e][k], e), n)
+    if e not in order: order.clear(); order[e] = ds.batches(e, bs * run.world)
+    whole, r = order[e][k], run.rank if rank is None else rank
+    slots = range(min(r * bs, len(whole)), min((r + 1) * bs, len(whole)))   # a bucket's last batch may be short: a share may be empty
+    if not slots: return None
+    batch = ds.collate([whole[i] for i in slots], e)
+    return _drop_captions(run, {**batch, "n": n, "slots": slots, "of": len(whole)}, n)
 
 def dropped_captions(seed: int, n: int, size: int, p: float) -> list[bool]:
     "Which samples of micro-batch `n` (of `size`) train on the empty caption: a hash of (seed, n, position) below `p`."
     return [p > 0 and _seed("caption-dropout", seed, n, i) / 2**63 < p for i in range(size)]
 
 def _drop_captions(run: Run, batch: dict, n: int) -> dict:
-    drop = dropped_captions(run.config.seed, n, len(batch["captions"]), run.config.caption_dropout)
+    drop = dropped_captions(run.config.seed, n, batch["of"], run.config.caption_dropout)[batch["slots"].start:batch["slots"].stop]
     if not any(drop): return batch
     if "_empty" not in run.__dict__: run._empty = run.data.text([""])        # (context (1, L, D), pooled (1, P)) of ""
     (ec, ep), mask = run._empty, torch.tensor(drop)
@@ -433,25 +475,37 @@ def _drop_captions(run: Run, batch: dict, n: int) -> dict:
             "pooled": torch.where(mask[:, None], ep.to(batch["pooled"]), batch["pooled"]),
             "captions": ["" if k else c for k, c in zip(drop, batch["captions"])]}
 
-def micro_batch_loss(run: Run, batch: dict, gen: torch.Generator, accum: int = 1) -> Tensor:
-    "The objective on `batch`, with noise and timesteps from `gen`, divided by `accum` (the micro-batches per step)."
-    model, device = run.model, run.device
+def training_draws(schedule, seed: int, n: int, slots, shape: tuple, offset: float = 0.0) -> tuple[Tensor, Tensor]:
+    "Timesteps (B,) and noise `shape` (+ offset noise) of samples `slots` of micro-batch `n`: each from its own generator, seeded by (seed, n, position)."
+    ts, noise = [], []
+    for i in slots:
+        g = torch.Generator().manual_seed(_seed("noise", seed, n, i))
+        ts.append(training_timesteps(schedule, 1, latent_size=tuple(shape[-2:]), generator=g))
+        noise.append(training_noise((1, *shape[1:]), offset=offset, generator=g))
+    return torch.cat(ts), torch.cat(noise)
+
+def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
+    "The objective on `batch` (its draws from `training_draws`), weighted by its share of the micro-batch and divided by `accum`."
+    model, device, c = run.model, run.device, run.config
     x0 = batch["latents"].to(device)
-    t = training_timesteps(model.schedule, x0.shape[0], latent_size=tuple(x0.shape[-2:]), generator=gen, device=device)
-    noise = training_noise(x0.shape, offset=run.config.offset_noise, generator=gen).to(device)
-    cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=run.config.guidance)
+    slots = batch.get("slots", range(x0.shape[0]))           # (a probe's batch: micro-batch 0, all of it)
+    t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
+    cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=c.guidance)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-        return diffusion_loss(model, x0, t, noise=noise, min_snr_gamma=run.config.min_snr_gamma, **cond) / accum
+        loss = diffusion_loss(model, x0, t.to(device), noise=noise.to(device), min_snr_gamma=c.min_snr_gamma, **cond)
+    return loss * (len(slots) / batch.get("of", len(slots))) / accum
 
 # %% ../nbs/70_train.ipynb #147e6b1c
 def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float:
     "One optimizer step (1-based `step`): grad_accum micro-batches, finite check, clip + AdamW, EMA; returns the loss."
     c, total = run.config, 0.0
     for k in range(c.grad_accum):
+        if (batch := micro_batch(run, (step - 1) * c.grad_accum + k)) is None: continue   # an empty share adds nothing
         with memory.activations():
-            loss = micro_batch_loss(run, micro_batch(run, (step - 1) * c.grad_accum + k), st.gen, c.grad_accum)
+            loss = micro_batch_loss(run, batch, c.grad_accum)
             loss.backward()
         total += loss.item()
+    total = all_reduce_step(run, st, total)                    # several processes: the global batch's loss and gradient, on every rank
     if not math.isfinite(total):
         where = f"the last good checkpoint is {st.last_checkpoint}" if st.last_checkpoint else "no checkpoint was written yet"
         raise FloatingPointError(f"loss is {total} at step {step}: training stopped; {where} (lower --lr, then --resume)")
@@ -527,6 +581,7 @@ class Prompts(NamedTuple):
 def start_output(run: Run, log=print) -> Prompts:
     "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."
     c, ds = run.config, run.data
+    if run.rank: return _follow_output(run)                            # other ranks write nothing
     if run.resume_from is None: start_partial(run)                     # a fresh run: beside the folder until it has a checkpoint
     out = run.out
     atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
@@ -537,11 +592,25 @@ def start_output(run: Run, log=print) -> Prompts:
         log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
             f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
     prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
+    if run.world > 1: _broadcast(run, run.data.cache_dir)
     return Prompts(prompts, *ds.text(list(prompts)))
+
+def _broadcast(run: Run, obj):
+    "Rank 0's `obj` on every rank."
+    import torch.distributed as dist
+    box = [obj]; dist.broadcast_object_list(box, src=0, device=run.device if run.device.type == "cuda" else None)
+    return box[0]
+
+def _follow_output(run: Run) -> Prompts:
+    "A rank > 0: read latents and captions from rank 0's cache once it is filled (the prompts: only rank 0 samples)."
+    cache = _broadcast(run, None)
+    if run.data.cache_dir is not None: run.data.cache_dir = cache
+    return Prompts((), torch.empty(0), torch.empty(0))
 
 def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: str) -> Tensor:
     "A labelled grid of samples (EMA weights after the start, if any) to samples/NAME.png."
     c, t_start = run.config, time.perf_counter()
+    if run.rank: return None                                          # rank 0 samples
     swap = st.ema is not None and name != "before"
     if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
     imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
@@ -555,10 +624,16 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
 def save_checkpoint(run: Run, st: TrainState) -> Path:
     "Checkpoint the state at its step (keeping the last two), rewrite metrics.csv, and commit a fresh run's folder."
     name = f"step-{st.step:06d}.safetensors"
-    _save_checkpoint(run.out / "checkpoints" / name, st.opt, st.ema, st.gen, st.history, {**st.meta, "step": st.step})
-    for old in _checkpoints(run.out)[:-2]: old.unlink()
-    _write_metrics(run.out / "metrics.csv", st.history)
-    commit(run)                                   # something to keep: a fresh run takes its folder's place now
+    if run.rank == 0:
+        _save_checkpoint(run.out / "checkpoints" / name, st.opt, st.ema, st.history, {**st.meta, "step": st.step})
+        for old in _checkpoints(run.out)[:-2]: old.unlink()
+        _write_metrics(run.out / "metrics.csv", st.history)
+        commit(run)                               # something to keep: a fresh run takes its folder's place now
+    if run.world > 1:                             # the others wait out the commit: the cache they read may have moved with it
+        import torch.distributed as dist
+        dist.barrier()
+        if run.rank and run.data.cache_dir is not None: run.data.cache_dir = run.final / "cache"
+        run.out = run.final
     st.last_checkpoint = run.out / "checkpoints" / name
     return st.last_checkpoint
 
@@ -566,6 +641,7 @@ def finish(run: Run, st: TrainState) -> Path:
     "Write the trained weights (EMA if any): lora.safetensors, or model.safetensors in the loaded layout; metrics; loss plot."
     c = run.config
     if st.ema is not None: st.opt.flat.copy_(st.ema)
+    if run.rank: return None                      # rank 0 writes
     if c.mode == "lora": weights = save_lora(run.model.net, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
     else: weights = run.model.save(run.out / "model.safetensors")
     _write_metrics(run.out / "metrics.csv", st.history)
@@ -587,6 +663,8 @@ def log_step(run: Run, st: TrainState, loss: float, t0: float, bar):
 def record_first_step(run: Run, st: TrainState, memory: MemoryPlan, timeline: MemoryTimeline):
     "Plot and save the first step's memory timeline, and hold the run to its budget."
     from matplotlib.figure import Figure
+    if run.rank:                                  # rank 0 writes the plot; every rank is held to its budget
+        return enforce(memory, torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else timeline.peak, st.step)
     fig = Figure(figsize=(9, 3.6)); timeline.plot(fig.subplots(), title=f"memory of training step {st.step} ({run.device}, policy: {memory.policy})")
     _figure_png(fig, run.out / "memory.png"); timeline.save(run.out / "memory.json")
     enforce(memory, torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else timeline.peak, st.step)
@@ -641,7 +719,7 @@ def step_activation_bytes(run: Run, st: TrainState, sides=(8, 16, 24)) -> tuple[
     try:
         for side in sides:
             batch = {"latents": torch.randn(B, ds.vae.channels, side, side), "context": ctx.expand(B, -1, -1), "pooled": pooled.expand(B, -1)}
-            def probe(): micro_batch_loss(run, batch, torch.Generator().manual_seed(0)).backward(); st.opt.zero_grad()
+            def probe(): micro_batch_loss(run, batch).backward(); st.opt.zero_grad()
             peaks.append(measure_peak(probe, run.device, model, st.opt))
     finally: model.checkpointing = was
     w, h = max(ds.buckets, key=lambda b: b[0] * b[1])
@@ -673,8 +751,8 @@ class TrainResult:
 def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file beside the run folder)."
     check_step_memory(run, st)                                        # before the first full-size step: does one fit at all?
-    batch = micro_batch(run, 0)
-    probe = Probe(lambda: micro_batch_loss(run, batch, torch.Generator().manual_seed(0)), st.opt)
+    batch = micro_batch(run, 0, rank=0)                               # (every rank probes the same samples: the same plan)
+    probe = Probe(lambda: micro_batch_loss(run, batch), st.opt)
     store = stream_store(run) if run.device.type == "cpu" else None
     try: memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
     except torch.cuda.OutOfMemoryError:
@@ -686,8 +764,9 @@ def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
 
 def stream_store(run: Run) -> Path:
     """Where a CPU run streams its frozen weights from (a memory-mapped copy of them): beside the run folder, not in it — the
-    folder is renamed into place at the first checkpoint, and the store must not move under its map. Removed when the run ends."""
-    return run.final.parent / f".{run.final.name}.stream-store.safetensors"
+    folder is renamed into place at the first checkpoint, and the store must not move under its map. Removed when the run ends.
+    Each rank of a several-process CPU run streams from its own."""
+    return run.final.parent / f".{run.final.name}.stream-store{f'-rank{run.rank}' if run.rank else ''}.safetensors"
 
 @contextmanager
 def _sigint():
@@ -708,43 +787,110 @@ def _threads(n: int | None):
     try: yield
     finally: torch.set_num_threads(was)
 
+# %% ../nbs/70_train.ipynb #d1570002
+class RankFailed(RuntimeError):
+    "A rank of a several-process run failed: the run ended on every rank."
+
+def _env_world() -> int | None:
+    "WORLD_SIZE when this process is one of a process group's (torchrun, or `launch`'s workers), else None."
+    return int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ and "RANK" in os.environ else None
+
+@contextmanager
+def _process_group(c: TrainConfig, world: int | None):
+    "Join the process group of the environment (NCCL on CUDA, gloo on the CPU) while inside, unless alone or already in one."
+    import torch.distributed as dist
+    if world is None or world == 1 or dist.is_initialized(): yield; return
+    cuda = _device(c.device).type == "cuda"
+    if cuda: torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    dist.init_process_group("nccl" if cuda else "gloo")
+    try: yield
+    finally: dist.destroy_process_group()
+
+def _barrier():
+    import torch.distributed as dist
+    dist.barrier()
+
+def _worker(config: TrainConfig, model, data) -> TrainResult:
+    return train(config, model=model, data=data)
+
+def _failure(err) -> tuple[int, str]:
+    "The rank that failed first and its error: a peer's lost connection or the launcher's SIGTERM are consequences, not causes."
+    def key(kv):
+        rank, f = kv
+        text = str(f.message.get("message", "") if isinstance(f.message, dict) else f.message)
+        consequence = f.error_file == "<N/A>" or text.startswith("Dist") or any(s in text for s in ("Connection closed", "Connection reset", "Broken pipe", "gloo", "NCCL"))
+        return (consequence, f.timestamp, rank)
+    rank, f = min(err.failures.items(), key=key)
+    msg = f.message.get("message", str(f.message)) if isinstance(f.message, dict) else str(f.message)    # (a dict from an error file)
+    return rank, msg if f.error_file != "<N/A>" else f"exit code {f.exitcode}" + (f" ({f.signal_name()})" if f.exitcode < 0 else "")
+
+# %% ../nbs/70_train.ipynb #d1570003
+def launch(config: TrainConfig, *, model=None, data=None, entry=None) -> TrainResult:
+    """Train `config` in `config.nproc` processes on this host (torch elastic, spawned; each calls `entry(config, model, data)`, by default
+    `train`): rank 0's result. A rank's failure raises `RankFailed` naming it — or the ValueError / FloatingPointError every rank raised."""
+    import uuid
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    out = Path(config.output)
+    check_unlocked(out); _refuse_unfinished(config, out)             # the common refusals, once, before N processes start
+    if config.resume and _last_checkpoint(out) is None: raise ValueError(f"resume: no checkpoint in {out / 'checkpoints'} (nothing to resume; drop --resume to start)")
+    lc = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=config.nproc, run_id=f"flame-{uuid.uuid4().hex[:8]}", rdzv_backend="c10d",
+                      rdzv_endpoint="localhost:0", max_restarts=0, monitor_interval=0.1, start_method="spawn")
+    try: results = elastic_launch(lc, entry or _worker)(config, model, data)
+    except ChildFailedError as err:
+        rank, why = _failure(err)
+        for kind in (ValueError, FloatingPointError):              # the run's own refusals: the same on every rank, the same as one process's
+            if why.startswith(f"{kind.__name__}: "): raise kind(why[len(kind.__name__) + 2:]) from None
+        last = _last_checkpoint(out)
+        where = f"the last checkpoint is {last} (continue with --resume)" if last else "no checkpoint was written"
+        raise RankFailed(f"rank {rank} of {config.nproc} failed: {why.strip().splitlines()[-1] if why.strip() else why}; the run ended on every rank; {where}") from None
+    return results[0]
+
 # %% ../nbs/70_train.ipynb #85274be7
 def train(config: TrainConfig, *, model=None, data=None) -> TrainResult:
-    "Run `config` (optionally on a given `model` and data `source`); see the notebook for what it writes."
+    "Run `config` (optionally on a given `model` and data `source`); see the notebook for what it writes. `nproc` > 1: see `launch`."
+    world = _env_world()
+    if world is None and config.nproc > 1: return launch(config, model=model, data=data)   # start the processes; each comes back here
     t_start = time.perf_counter()
-    run = setup(config, model=model, data=data)
-    run.times["setup"] = time.perf_counter() - t_start
-    small = run.device.type == "cpu" and sum(p.numel() for p in run.model.parameters()) < 1_000_000
-    with _threads(1 if small else None): return _train(run, t_start)
+    if world is not None and world != config.nproc: config = replace(config, nproc=world)  # torchrun's world size is the run's
+    with _process_group(config, world):
+        run = setup(config, model=model, data=data)
+        run.times["setup"] = time.perf_counter() - t_start
+        if run.world > 1: _barrier()                                 # every rank checked the folder before rank 0 locks it
+        small = run.device.type == "cpu" and sum(p.numel() for p in run.model.parameters()) < 1_000_000
+        with _threads(1 if small else None): return _train(run, t_start)
 
 def _train(run: Run, t_start: float) -> TrainResult:
-    with run_lock(run.final):                                         # one process per run folder, until the run ends (or fails)
+    with run_lock(run.final) if run.rank == 0 else nullcontext():     # one process per run folder (rank 0 holds it), until the run ends
         try: return _loop(run, t_start)
         except BaseException:
-            if run.out != run.final: shutil.rmtree(run.out, ignore_errors=True)   # failed before its first checkpoint: nothing to keep
+            if run.rank == 0 and run.out != run.final: shutil.rmtree(run.out, ignore_errors=True)   # before its first checkpoint: nothing to keep
             raise
-        finally: stream_store(run).unlink(missing_ok=True)
+        finally:
+            if (store := stream_store(run)).exists(): store.unlink()
 
 def _loop(run: Run, t_start: float) -> TrainResult:
     c = run.config
     with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
     with _timed(run, "planning"):
-        st = start_state(run)                                         # optimizer, EMA, generator: fresh or resumed
+        st = start_state(run)                                         # optimizer, EMA: fresh or resumed
         memory = plan_run_memory(run, st)                             # resident, checkpoint, offload or stream
     if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")
     if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
     first, t0 = st.step + 1, time.perf_counter() - (st.history[-1]["seconds"] if st.history else 0.0)
-    with _timed(run, "training", less="sampling"), _sigint() as stop, progress_bar(c, st.step) as bar:
+    stop = False
+    with _timed(run, "training", less="sampling"), _sigint() as signals, progress_bar(replace(c, progress=c.progress and not run.rank), st.step) as bar:
         for step in range(first, c.steps + 1):
             with MemoryTimeline(run.model, st.opt, device=run.device) if step == first else nullcontext() as timeline:
-                loss = train_step(run, st, memory, step)              # batch → loss → backward → clip → AdamW → EMA
+                loss = train_step(run, st, memory, step)              # batch → loss → backward → (all-reduce) → clip → AdamW → EMA
             if step == first: record_first_step(run, st, memory, timeline)
             log_step(run, st, loss, t0, bar)
+            stop = _agree(run, bool(signals))                         # Ctrl-C: every rank stops at this step
             if c.sample_every and step % c.sample_every == 0 and step < c.steps: save_samples(run, st, prompts, f"step-{step:06d}", f"step {step}")
             if (c.save_every and step % c.save_every == 0) or step == c.steps or stop: save_checkpoint(run, st)
             if stop: break
     weights = finish(run, st)
-    if stop: print(f"\ninterrupted at step {st.step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
+    if stop and not run.rank: print(f"\ninterrupted at step {st.step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
     else: save_samples(run, st, prompts, "after", f"after training (step {c.steps})")
     return TrainResult(run.out, st.step, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, bool(stop),
                        time.perf_counter() - t_start, dict(run.times))
