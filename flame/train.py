@@ -60,6 +60,7 @@ class TrainConfig:
     alpha: float | None = None           # None: alpha = rank
     lr: float = 3e-3
     optimizer: str = "adamw"             # adamw | adamw8bit (moments in 8 bits: 2 bytes/parameter) | adafactor (factored second moment)
+    base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux families)
     batch_size: int = 8
     grad_accum: int = 1
     resolution: int | None = None        # None: the family's training resolution
@@ -109,7 +110,7 @@ def default_output(data: str | None, now: float | None = None) -> str:
 def _validate(self: TrainConfig):
     if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
-    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None))):
+    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None)), ("base_dtype", ("bf16", "fp8"))):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
@@ -125,6 +126,7 @@ def _validate(self: TrainConfig):
     if self.nproc == "auto": self.nproc = torch.cuda.device_count() if self.device != "cpu" and torch.cuda.is_available() else 1
     if not isinstance(self.nproc, int) or isinstance(self.nproc, bool) or self.nproc < 1: _bad(self, "nproc", "an int >= 1 or 'auto'")
     if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
+    if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
     if self.sample_prompts is not None:
         self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
 
@@ -154,6 +156,14 @@ def _predict(c: TrainConfig, model: DiffusionModel):
         name = "prediction" if c.prediction is not None else "min_snr_gamma"
         raise ValueError(f"{name}: --model {c.model} is trained by flow matching; --{name.replace('_', '-')} is for DDPM models (sdxl)")
     model.schedule = replace(model.schedule, objective=c.prediction or model.schedule.objective, zero_terminal_snr=c.zero_terminal_snr)
+
+def _base_dtype(c: TrainConfig, model: DiffusionModel):
+    "With `base_dtype='fp8'`: the frozen base's Linear layers in fp8 with per-channel scales, but those its network keeps (`fp8_skip`)."
+    if c.base_dtype != "fp8": return
+    from flame.models.fp8 import to_fp8                   # (it also tells the networks that offer fp8 what to keep: `fp8_skip`)
+    skip = getattr(model.net, "fp8_skip", None)
+    if skip is None: raise ValueError(f"base_dtype: fp8 bases are offered for the Flux families so far, not for --model {c.model}")
+    to_fp8(model.net, skip=skip)
 
 def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[DiffusionModel, str]:
     "The run's model and a name of its base (what a resumed run must continue from)."
@@ -403,6 +413,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)
+    _base_dtype(c, model)
     source = _data(c, fam, data)
     res = c.res
     step = 64 if res % 64 == 0 and res >= 256 else res

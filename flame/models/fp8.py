@@ -61,6 +61,8 @@ def dequantized(self: FP8Linear, dtype=torch.float32) -> Tensor:
 # %% ../../nbs/34_fp8.ipynb #b34e0011
 FLUX_SKIP_EMBED = ("img_in", "txt_in", "time_in.*", "vector_in.*", "guidance_in.*", "final_layer.*")
 FLUX_SKIP = FLUX_SKIP_EMBED + ("*.img_mod.lin", "*.txt_mod.lin", "*.modulation.lin")
+from .flux import Flux
+Flux.fp8_skip = FLUX_SKIP            # what `flame train --base-dtype fp8` keeps in full precision (a family without `fp8_skip`: not offered)
 
 def to_fp8(model: nn.Module, skip=FLUX_SKIP, per_channel: bool = True) -> nn.Module:
     "Replace `model`'s nn.Linear layers (all but those whose names match a `skip` pattern) by frozen `FP8Linear`s, in place."
