@@ -620,15 +620,15 @@ def _follow_output(run: Run) -> Prompts:
 
 def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: str) -> Tensor:
     "A labelled grid of samples (EMA weights after the start, if any) to samples/NAME.png."
-    c, t_start = run.config, time.perf_counter()
+    c = run.config
     if run.rank: return None                                          # rank 0 samples
-    swap = st.ema is not None and name != "before"
-    if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
-    imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
-                         guidance=run.family.guidance or c.guidance, device=run.device, autocast=run.device.type == "cuda")
-    if swap: st.opt.flat.copy_(saved)
-    _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
-    run.times["sampling"] = run.times.get("sampling", 0.0) + time.perf_counter() - t_start
+    with _timed(run, "sampling"):
+        swap = st.ema is not None and name != "before"
+        if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
+        imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
+                             guidance=run.family.guidance or c.guidance, device=run.device, autocast=run.device.type == "cuda")
+        if swap: st.opt.flat.copy_(saved)
+        _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
     return imgs
 
 # %% ../nbs/70_train.ipynb #5612df05
