@@ -12,6 +12,7 @@ Prints a table last and writes JSON.
 
     python3 bench/sd3.py --out bench/results/sd3.json      # GPU: both sizes (a few minutes on an H100)
     python3 bench/sd3.py --smoke --out /tmp/sd3.json        # tiny configs, few tokens (runs on CPU too)
+    python3 bench/sd3.py --models large --profile --out /tmp/sd3_profile.json   # where each step's GPU time goes, by kernel
 """
 import argparse, contextlib, datetime, gc, json, platform, tempfile, time
 from pathlib import Path
@@ -152,6 +153,36 @@ def bench_size(kind, a, device, dtype, save) -> dict:
     return r
 
 
+def profile_size(kind, a, device, dtype) -> dict:
+    "The GPU kernels of one LoRA-like step, FLAME and diffusers (same weights): the top 25 by self time, and the total."
+    from torch.profiler import ProfilerActivity, profile
+    cfg = config(kind, a.tiny)
+    torch.manual_seed(0)
+    ours = random_sd3(cfg, device, dtype)
+    x = torch.randn(1, cfg.in_channels, a.latent, a.latent, device=device, dtype=dtype)
+    t, y = torch.full((1,), 700.0, device=device), torch.randn(1, cfg.pooled_dim, device=device, dtype=dtype)
+    ctx = torch.randn(1, a.txt, cfg.context_in_dim, device=device, dtype=dtype)
+    twin = diffusers_twin(ours)
+    calls = {"FLAME": (lambda x: ours(x, t, y=y, context=ctx), contextlib.nullcontext),
+             "diffusers": (lambda x: twin(hidden_states=x, encoder_hidden_states=ctx, pooled_projections=y, timestep=t,
+                                          return_dict=False)[0], lambda: diffusers_sdpa(device))}
+    out = {"name": NAMES[kind], "what": "one LoRA-like step (no checkpointing), CUDA kernels by self time; wall and CPU launch time of another"}
+    for impl, (call, ctx_) in calls.items():
+        with ctx_():
+            for _ in range(2): step(call, x)                  # warm-up: compilation and autotuning stay out of the profile
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof: step(call, x); torch.cuda.synchronize()
+            t0 = time.perf_counter(); step(call, x); t1 = time.perf_counter(); torch.cuda.synchronize(); t2 = time.perf_counter()
+        ev = [e for e in prof.key_averages() if e.self_device_time_total > 0]
+        ev.sort(key=lambda e: -e.self_device_time_total)
+        out[impl] = {"wall_ms": (t2 - t0) * 1e3, "enqueue_ms": (t1 - t0) * 1e3, "total_ms": sum(e.self_device_time_total for e in ev) / 1e3,
+                     "top": [{"kernel": e.key[:120], "ms": e.self_device_time_total / 1e3, "calls": e.count} for e in ev[:25]]}
+        print(f"\n{NAMES[kind]} {impl}: {out[impl]['total_ms']:.1f} ms of kernels; the step took {out[impl]['wall_ms']:.1f} ms, "
+              f"of which {out[impl]['enqueue_ms']:.1f} ms until the CPU had launched its last kernel")
+        for k in out[impl]["top"]: print(f"{k['ms']:9.2f} ms {k['calls']:6d}×  {k['kernel']}")
+    return out
+
+
 def table(res):
     print(f"\n{res['device']}  {res['date']}  torch {res['torch']}  {res['dtype']}, {res['latent']}² latent "
           f"({res['img_tokens']} image + {res['txt_tokens']} text tokens), batch 1")
@@ -182,6 +213,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
+    ap.add_argument("--profile", action="store_true", help="instead of timing: the GPU kernels of one step, FLAME and diffusers")
     a = ap.parse_args()
     if a.smoke: ap.set_defaults(**SMOKE); a = ap.parse_args()
     kinds = a.models.split(",")
@@ -201,11 +233,14 @@ def main():
         res["models"][kind] = r; res["wall_s"] = time.perf_counter() - t0
         atomic_write(a.out, json.dumps(res, indent=1))
     for kind in kinds:
+        if a.profile:
+            if device.type != "cuda": ap.exit(2, "--profile needs a CUDA GPU\n")
+            save(kind, profile_size(kind, a, device, dtype)); continue
         save(kind, bench_size(kind, a, device, dtype, save))
         gc.collect()
         if device.type == "cuda": torch.cuda.empty_cache()
         print(f"{NAMES[kind]} done [{time.perf_counter() - t0:.0f}s]", flush=True)
-    table(res)
+    if not a.profile: table(res)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ from pathlib import Path
 import torch
 
 # Flux-dev, or "small": Flux-dev's interface (latent, T5 and CLIP widths) with hidden 1536 and 3 + 6 blocks (0.94 GB of
-# block weights, so a 600 MB budget streams them as 8 GB streams Flux-dev's 23.7 GB)
-SIZES = {"dev": {}, "small": dict(hidden_size=1536, num_heads=12, depth=3, depth_single_blocks=6)}
-# --smoke: the demo with a 20-step base and a 10-step LoRA; the small Flux for 3 steps at 256² under 600 MB
-SMOKE = dict(demo_steps=10, demo_base_steps=20, size="small", steps=3, resolution=256, budget="600MB")
+# block weights, so a 600 MB budget streams them as 8 GB streams Flux-dev's 23.7 GB); "tiny": hidden 512, 1 + 2 blocks
+SIZES = {"dev": {}, "small": dict(hidden_size=1536, num_heads=12, depth=3, depth_single_blocks=6),
+         "tiny": dict(hidden_size=512, num_heads=4, depth=1, depth_single_blocks=2)}
+# --smoke: the demo with a 20-step base and a 10-step LoRA; the tiny Flux for 3 steps at 256² under 120 MB
+SMOKE = dict(demo_steps=10, demo_base_steps=20, size="tiny", steps=3, resolution=256, budget="120MB")
 
 def demo(tmp: Path, steps: int | None = None, base_steps: int | None = None) -> dict:
     "The embedded demo from nothing: its base built (`base_steps`: fewer than the recipe's) and its LoRA trained (`steps`)."

@@ -30,11 +30,11 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
-           'check_disk', 'start_partial', 'commit', 'setup', 'TrainState', 'start_state', 'micro_batch',
-           'dropped_captions', 'training_draws', 'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid',
-           'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
-           'log_step', 'record_first_step', 'progress_bar', 'step_activation_bytes', 'check_step_memory', 'TrainResult',
-           'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
+           'check_disk', 'start_partial', 'commit', 'recover_replaced', 'setup', 'TrainState', 'start_state',
+           'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'train_step', 'sample_images',
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint',
+           'finish', 'log_step', 'record_first_step', 'progress_bar', 'step_activation_bytes', 'check_step_memory',
+           'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -400,11 +400,21 @@ def commit(run: Run):
     if run.data.cache_dir is not None: run.data.cache_dir = run.final / "cache"
     if old.exists(): shutil.rmtree(old)
 
+def recover_replaced(out: Path, log=print):
+    """Finish what a run stopped inside `commit` left: with no run folder, the earlier run waits in `.NAME.replaced-PID`
+    (stopped between the renames) and is put back; beside a run folder it is the replaced run, due for removal."""
+    if not (left := sorted(out.parent.glob(f".{out.name}.replaced-*"))): return
+    with run_lock(out):
+        for old in left:
+            if out.exists(): shutil.rmtree(old)
+            else: old.rename(out); log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
+
 # %% ../nbs/70_train.ipynb #5c8d69d1
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
     c, out = config, Path(config.output)
     check_unlocked(out)                                   # another process trains into this folder: say so at once
+    recover_replaced(out)                                 # (a run stopped while replacing this folder's run)
     _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     (rank, world), fam = _rank_world(), family(c.model)
     device = _rank_device(_device(c.device), world)

@@ -122,14 +122,20 @@ def _configs(pairs):
     return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s) for m, n, w, s in pairs]
 
 def _prune(configs, named_args, **kwargs):
-    "fp32 (exact dots, 4-byte tiles) only fits the small tiles; 16-bit dtypes take all."
-    if named_args["Q"].dtype != torch.float32: return configs
+    "fp32 (exact dots, 4-byte tiles) only fits the small tiles; 16-bit dtypes take those of the fixed key block."
+    if named_args["Q"].dtype != torch.float32: return [c for c in configs if c.kwargs["BLOCK_N"] == _key_block(kwargs["BLOCK_D"])]
     small = [c for c in configs if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= 64 * 64]
     return [triton.Config(c.kwargs, num_warps=4, num_stages=2) for c in small]
 
+def _key_block(block_d: int) -> int: return 128 if block_d >= 128 else 64
+
+def _prune_bwd(configs, named_args, **kwargs):
+    "The backward's tiles never change its results: 16-bit dtypes take all."
+    return configs if named_args["Q"].dtype != torch.float32 else _prune(configs, named_args, **kwargs)
+
 _KEY = ["WORK", "BLOCK_D", "HAS_PAD"]
-_FWD_CONFIGS = _configs([(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3)])
-_fwd = triton.autotune(_FWD_CONFIGS, key=_KEY, prune_configs_by={"early_config_prune": _prune})(triton.jit(_fwd_kernel))
+_FWD_CONFIGS = _configs([(128, 64, 4, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 128, 8, 3), (64, 128, 4, 3)])
+_fwd = triton.autotune(_FWD_CONFIGS, key=_KEY, prune_configs_by={"early_config_prune": _prune}, cache_results=True)(triton.jit(_fwd_kernel))
 
 # %% ../../nbs/11_attention.ipynb #f5f78c4a
 @triton.jit
@@ -229,10 +235,9 @@ def _dq_kernel(Q, K, V, DO, LSE, DELTA, PAD, DQ,
                        D, BLOCK_N, HAS_PAD, MASK_D, True, PREC)
     _put(DQ + b * sdqb + h * sdqh, (dq * sm_scale).to(DQ.dtype.element_ty), rows, Lq, sdqm, offs_d, D)
 
-_dkdv = triton.autotune(_configs([(32, 128, 4, 3), (64, 128, 8, 3), (64, 64, 4, 3)]), key=_KEY,
-                        prune_configs_by={"early_config_prune": _prune})(triton.jit(_dkdv_kernel))
-_dq = triton.autotune(_configs([(128, 32, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3)]), key=_KEY,
-                      prune_configs_by={"early_config_prune": _prune})(triton.jit(_dq_kernel))
+_TUNE_BWD = dict(key=_KEY, prune_configs_by={"early_config_prune": _prune_bwd}, cache_results=True)
+_dkdv = triton.autotune(_configs([(32, 128, 4, 3), (64, 128, 8, 3), (64, 64, 4, 3)]), **_TUNE_BWD)(triton.jit(_dkdv_kernel))
+_dq = triton.autotune(_configs([(128, 32, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3)]), **_TUNE_BWD)(triton.jit(_dq_kernel))
 
 # %% ../../nbs/11_attention.ipynb #15d678d6
 def _launch(kernel, grid, L, *args, **meta):
