@@ -67,7 +67,7 @@ def _model_and_data(p, D):
     g.add_argument("--model", choices=_families(), help=f"model family (default: {D['model']})")
     g.add_argument("--checkpoint", metavar="PATH", help="the base model's .safetensors (Flux: BFL or diffusers layout); tiny: default is the demo base")
     g.add_argument("--base-dtype", choices=("bf16", "fp8"), help="fp8: keep the frozen base's Linear weights in fp8 with per-channel "
-                   f"scales — half the host memory and copies when streaming; LoRA, Flux families (default: {D['base_dtype']})")
+                   f"scales — half the host memory and copies when streaming; LoRA; Flux, SD3.5, SDXL (default: {D['base_dtype']})")
     g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight (tiny only) (default: {D['mode']})")
     g.add_argument("--prediction", choices=("eps", "v"), help="what an SDXL-type (DDPM) model predicts: the noise, or v (default: the family's, eps)")
     g.add_argument("--zero-terminal-snr", action="store_true", help="with --prediction v: rescale the noise schedule to end in pure noise (Lin et al. 2023)")

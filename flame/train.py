@@ -60,7 +60,7 @@ class TrainConfig:
     alpha: float | None = None           # None: alpha = rank
     lr: float = 3e-3
     optimizer: str = "adamw"             # adamw | adamw8bit (moments in 8 bits: 2 bytes/parameter) | adafactor (factored second moment)
-    base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux families)
+    base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
     batch_size: int = 8
     grad_accum: int = 1
     resolution: int | None = None        # None: the family's training resolution
@@ -162,7 +162,7 @@ def _base_dtype(c: TrainConfig, model: DiffusionModel):
     if c.base_dtype != "fp8": return
     from flame.models.fp8 import to_fp8                   # (it also tells the networks that offer fp8 what to keep: `fp8_skip`)
     skip = getattr(model.net, "fp8_skip", None)
-    if skip is None: raise ValueError(f"base_dtype: fp8 bases are offered for the Flux families so far, not for --model {c.model}")
+    if skip is None: raise ValueError(f"base_dtype: this {type(model.net).__name__} names no fp8_skip (what stays in full precision), so no fp8 base is offered")
     to_fp8(model.net, skip=skip)
 
 def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[DiffusionModel, str]:
@@ -524,6 +524,7 @@ def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float
         if (batch := micro_batch(run, (step - 1) * c.grad_accum + k)) is None: continue   # an empty share adds nothing
         with memory.activations():
             loss = micro_batch_loss(run, batch, c.grad_accum)
+            del batch                                          # the backward needs none of it (Flux's T5 context: 67 MB at batch 8)
             loss.backward()
         total += loss.item()
     total = all_reduce_step(run, st, total)                    # several processes: the global batch's loss and gradient, on every rank
@@ -772,8 +773,8 @@ class TrainResult:
 def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file beside the run folder)."
     check_step_memory(run, st)                                        # before the first full-size step: does one fit at all?
-    batch = micro_batch(run, 0, rank=0)                               # (every rank probes the same samples: the same plan)
-    probe = Probe(lambda: micro_batch_loss(run, batch), st.opt)
+    # the batch is made inside the probe, as a real step makes it: its tensors count (every rank probes the same samples)
+    probe = Probe(lambda: micro_batch_loss(run, micro_batch(run, 0, rank=0)), st.opt)
     store = stream_store(run) if run.device.type == "cpu" else None
     try: memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
     except torch.cuda.OutOfMemoryError:

@@ -15,8 +15,8 @@ from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8
 from .layers import LazyTensor, Checkpoint, PREFIX, read_safetensors, load_state, _listing
 
 # %% auto #0
-__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes', 'split_scales',
-           'read_fp8_checkpoint', 'load_fp8']
+__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes',
+           'split_scales', 'read_fp8_checkpoint', 'load_fp8']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
 class FP8Linear(nn.Linear):
@@ -87,6 +87,13 @@ def host_bytes(model: nn.Module, only=None) -> int:
         for t in [*m.parameters(recurse=False), *m.buffers(recurse=False)]:
             if t is not None and t.device.type != "meta": seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
     return sum(seen.values())
+
+# %% ../../nbs/34_fp8.ipynb #b34e0031
+SD3_SKIP = ("t_embedder.*", "y_embedder.*", "context_embedder", "final_layer.*", "*.adaLN_modulation.*")
+SDXL_SKIP = ("time_embed.*", "label_emb.*", "*.emb_layers.*")
+from .sd3 import SD3
+from .sdxl import SDXLUNet
+SD3.fp8_skip, SDXLUNet.fp8_skip = SD3_SKIP, SDXL_SKIP
 
 # %% ../../nbs/34_fp8.ipynb #b34e0019
 _SCALE_SUFFIXES = (".scale_weight", ".weight_scale")
