@@ -238,6 +238,12 @@ def text(self: LatentDataset, captions: list[str]) -> tuple[Tensor, Tensor]:
     return torch.stack([g["context"] for g in got]), torch.stack([g["pooled"] for g in got])
 
 @patch
+def empty_text(self: LatentDataset) -> tuple[Tensor, Tensor]:
+    "(context (1, L, D), pooled (1, P)) of the empty caption, encoded once (sizing the cache, probing memory and caption dropout all use it)."
+    if "_empty" not in self.__dict__: self._empty = tuple(t.cpu() for t in self.text_encoder.encode([""]))
+    return self._empty
+
+@patch
 def _encode_texts(self: LatentDataset, captions, chunk=16):
     for k in range(0, len(captions), chunk):
         part = captions[k:k + chunk]

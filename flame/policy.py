@@ -16,6 +16,7 @@ from .io import format_bytes, parse_size
 from .tensor import MemoryTimeline, storage_bytes
 from .autograd import offload_activations
 from .streaming import Plan, plan, stream
+from .optim import make_optimizer
 
 # %% auto #0
 __all__ = ['POLICIES', 'frozen_unit_bytes', 'trainable_state_bytes', 'place', 'measure_peak', 'MemoryPlan', 'plan_memory',
@@ -28,13 +29,15 @@ def frozen_unit_bytes(model) -> int:
     "Bytes of the frozen parameters of `model`'s stream units: what weight streaming would move."
     return sum(p.numel() * p.element_size() for u in model.stream_units() for p in u.parameters() if not p.requires_grad)
 
-def trainable_state_bytes(model) -> int:
-    "Bytes `flame.optim.FlatAdamW` keeps for `model`'s trainable parameters: fp32 parameters, gradients and two moments."
-    return 16 * sum(p.numel() for p in model.parameters() if p.requires_grad)
+def trainable_state_bytes(model, optimizer: str = "adamw") -> int:
+    """Bytes `flame.optim`'s `optimizer` keeps for `model`'s trainable parameters (fp32 parameters, gradients, its state):
+    measured from the buffers it makes when built on the meta device, which allocates nothing."""
+    params = [nn.Parameter(torch.empty(p.shape, device="meta")) for p in model.parameters() if p.requires_grad]
+    return storage_bytes(*make_optimizer(optimizer, params, lr=1.0).state_tensors()) if params else 0
 
-def place(model: nn.Module, device, budget=None) -> nn.Module:
+def place(model: nn.Module, device, budget=None, optimizer: str = "adamw") -> nn.Module:
     "Move `model` to `device` — all but the frozen stream-unit weights when those and the trainable state exceed `budget`."
-    if budget is None or frozen_unit_bytes(model) + trainable_state_bytes(model) < parse_size(budget, "budget"): return model.to(device)
+    if budget is None or frozen_unit_bytes(model) + trainable_state_bytes(model, optimizer) < parse_size(budget, "budget"): return model.to(device)
     skip = {id(p) for u in model.stream_units() for p in u.parameters() if not p.requires_grad}
     for p in model.parameters():
         if id(p) not in skip: p.data = p.data.to(device)
@@ -125,10 +128,10 @@ def plan_memory(model, optimizer, probe, device, budget=None, *, store=None) -> 
     split["activations+other"] = peak - sum(split.values())
     return MemoryPlan(budget, policy, measured, split, splan)
 
-def check_budget(model, budget) -> int | None:
-    "The budget in bytes (None: none) — refused before anything runs if below the trainable state plus the largest block."
+def check_budget(model, budget, optimizer: str = "adamw") -> int | None:
+    "The budget in bytes (None: none) — refused before anything runs if below the trainable state (of `optimizer`) plus the largest block."
     if budget is None: return None
-    budget, state, unit = parse_size(budget, "budget"), trainable_state_bytes(model), _largest_unit(model)
+    budget, state, unit = parse_size(budget, "budget"), trainable_state_bytes(model, optimizer), _largest_unit(model)
     if budget < state + unit: raise _too_small(budget, state, unit)
     return budget
 

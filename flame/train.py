@@ -356,7 +356,7 @@ def disk_need(c: TrainConfig, model: DiffusionModel, ds: LatentDataset, device: 
     need = {"checkpoints": 3 * n * 4 * (3 + (c.ema is not None)),
             "weights": n * 4 if c.mode == "lora" else sum(p.numel() * 4 for p in model.net.parameters())}
     if ds.cache_dir is not None:
-        ctx, pooled = ds.text_encoder.encode([""])
+        ctx, pooled = ds.empty_text()
         latent = ds.vae.channels * (c.res // ds.vae.factor) ** 2 * 4
         captions = len({it.caption for it in ds.source.items})
         need["cache"] = len(ds.source.items) * latent + captions * (ctx.numel() + pooled.numel()) * 4
@@ -430,7 +430,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     cached = c.vae is not None or c.text_encoder is not None            # real encoders: encode once, to the run's cache
     ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
     _adapt(c, model)
-    check_budget(model, c.budget)
+    check_budget(model, c.budget, c.optimizer)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world)
@@ -462,7 +462,7 @@ def _resume(run: Run, st: TrainState):
 def start_state(run: Run) -> TrainState:
     "The optimizer over the trainable parameters (moved to the device) and EMA: fresh, or resumed."
     c = run.config
-    place(run.model, run.device, c.budget)                # before the optimizer: its flat buffers are made where the parameters are
+    place(run.model, run.device, c.budget, c.optimizer)                # before the optimizer: its flat buffers are made where the parameters are
     named = _trainable(run.model.net)
     opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
@@ -490,8 +490,7 @@ def dropped_captions(seed: int, n: int, size: int, p: float) -> list[bool]:
 def _drop_captions(run: Run, batch: dict, n: int) -> dict:
     drop = dropped_captions(run.config.seed, n, batch["of"], run.config.caption_dropout)[batch["slots"].start:batch["slots"].stop]
     if not any(drop): return batch
-    if "_empty" not in run.__dict__: run._empty = run.data.text([""])        # (context (1, L, D), pooled (1, P)) of ""
-    (ec, ep), mask = run._empty, torch.tensor(drop)
+    (ec, ep), mask = run.data.empty_text(), torch.tensor(drop)
     return {**batch, "context": torch.where(mask[:, None, None], ec.to(batch["context"]), batch["context"]),
             "pooled": torch.where(mask[:, None], ep.to(batch["pooled"]), batch["pooled"]),
             "captions": ["" if k else c for k, c in zip(drop, batch["captions"])]}
@@ -735,7 +734,7 @@ def _extrapolate(sizes: list[float], peaks: list[float], n: float) -> float:
 def step_activation_bytes(run: Run, st: TrainState, sides=(8, 16, 24)) -> tuple[int, tuple]:
     "Activation bytes of one step at the run's largest bucket, extrapolated from probe steps at small square latents; and that bucket."
     model, ds, B = run.model, run.data, run.config.batch_size
-    ctx, pooled = ds.text([""])
+    ctx, pooled = ds.empty_text()
     was, model.checkpointing = model.checkpointing, run.config.budget is not None
     peaks = []
     try:
