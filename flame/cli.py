@@ -16,7 +16,7 @@ __all__ = ['parser', 'main']
 # %% ../nbs/72_cli.ipynb #6c2b420d
 _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, zero_terminal_snr=False, min_snr_gamma=None,
                  offset_noise=0.0, steps=400, rank=8,
-                 alpha=None, lr=3e-3, optimizer="adamw", base_dtype="bf16", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
+                 alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, optimizer="adamw", base_dtype="bf16", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
                  caption_dropout=0.0, device="auto", nproc=1, progress=True)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
@@ -91,6 +91,9 @@ def _training(p, D):
     g.add_argument("--steps", type=int, metavar="N", help=f"optimizer steps (default: {D['steps']})")
     g.add_argument("--rank", type=int, metavar="R", help=f"LoRA rank (default: {D['rank']})")
     g.add_argument("--alpha", type=float, metavar="A", help="LoRA alpha; the update is scaled by alpha/rank (default: the rank)")
+    g.add_argument("--conv-rank", type=int, metavar="R", help="LoCon: also the network's convolutions (SDXL's ResBlocks and resamplers), "
+                   "k×k kernels at this rank, as kohya's conv_dim (default: off)")
+    g.add_argument("--conv-alpha", type=float, metavar="A", help="alpha of the LoCon convolutions (default: the conv rank)")
     g.add_argument("--lr", type=float, help=f"learning rate (default: {D['lr']})")
     g.add_argument("--optimizer", choices=("adamw", "adamw8bit", "adafactor"), help="adamw; adamw8bit: its moments in 8 bits (2 instead of 8 bytes "
                    f"per trained parameter); adafactor: factored second moments, no first (default: {D['optimizer']})")

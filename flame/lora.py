@@ -15,23 +15,30 @@ from torch import nn, Tensor
 from .models.layers import LazyTensor, LoraNaming, guess_checkpoint, read_safetensors, write_safetensors, _listing
 
 # %% auto #0
-__all__ = ['LoRA', 'linear_layers', 'lora_layers', 'add_lora', 'remove_lora', 'merge_lora', 'unmerge_lora', 'save_lora',
-           'detect_lora_format', 'load_lora']
+__all__ = ['LoRA', 'linear_layers', 'conv_layers', 'lora_layers', 'add_lora', 'remove_lora', 'merge_lora', 'unmerge_lora',
+           'save_lora', 'detect_lora_format', 'load_lora']
 
 # %% ../nbs/40_lora.ipynb #e09f5673
 class LoRA(nn.Module):
-    "The low-rank update (alpha/rank)·up(down(dropout(x))) of one `in_features`→`out_features` Linear."
+    """The low-rank update (alpha/rank)·up(down(dropout(x))) of one `in_features`→`out_features` Linear — or, given `conv`,
+    of that Conv2d (LoCon): `down` a convolution with its kernel, stride and padding, `up` a 1×1 convolution."""
     def __init__(self, in_features: int, out_features: int, rank: int, alpha: float | None = None, dropout: float = 0.0,
-                 device=None, dtype=None):
+                 device=None, dtype=None, conv: nn.Conv2d | None = None):
         super().__init__()
         if not isinstance(rank, int) or rank < 1: raise ValueError(f"rank: expected a positive int, got {rank!r}")
-        if rank > min(in_features, out_features):
-            raise ValueError(f"rank: expected at most min(in_features, out_features) = {min(in_features, out_features)} "
+        fan_in = in_features * (1 if conv is None else conv.kernel_size[0] * conv.kernel_size[1])
+        if rank > min(fan_in, out_features):
+            raise ValueError(f"rank: expected at most min(in_features{'' if conv is None else '·kh·kw'}, out_features) = {min(fan_in, out_features)} "
                              f"for a {in_features}→{out_features} layer, got {rank}")
         if not 0 <= dropout < 1: raise ValueError(f"dropout: expected a probability in [0, 1), got {dropout}")
         self.rank, self.alpha = rank, float(rank if alpha is None else alpha)
-        self.down = nn.Linear(in_features, rank, bias=False, device=device, dtype=dtype)
-        self.up = nn.Linear(rank, out_features, bias=False, device=device, dtype=dtype)
+        if conv is None:
+            self.down = nn.Linear(in_features, rank, bias=False, device=device, dtype=dtype)
+            self.up = nn.Linear(rank, out_features, bias=False, device=device, dtype=dtype)
+        else:
+            self.down = nn.Conv2d(in_features, rank, conv.kernel_size, conv.stride, conv.padding, conv.dilation, bias=False,
+                                  padding_mode=conv.padding_mode, device=device, dtype=dtype)
+            self.up = nn.Conv2d(rank, out_features, 1, bias=False, device=device, dtype=dtype)
         nn.init.zeros_(self.up.weight)
         self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
         self.merged, self._fixup = False, None
@@ -44,43 +51,66 @@ class LoRA(nn.Module):
         return self.up(self.down(self.dropout(x.to(self.down.weight.dtype)))) * self.scale
 
     def delta_weight(self) -> Tensor:
-        "ΔW = (alpha/rank)·up @ down, (out_features, in_features), in fp32 or wider."
+        "ΔW = (alpha/rank)·up @ down in the layer's weight shape ((out, in), or (out, in, kh, kw) for a conv), in fp32 or wider."
         up, down = self.up.weight, self.down.weight
         wide = torch.promote_types(up.dtype, torch.float32)
-        return (up.to(wide) @ down.to(wide)) * self.scale
+        return ((up.to(wide).flatten(1) @ down.to(wide).flatten(1)) * self.scale).view(up.shape[0], *down.shape[1:])
+
+def _lora_for(layer: nn.Module, rank: int, alpha: float | None, dropout: float = 0.0, dtype=None) -> LoRA:
+    "A fresh LoRA shaped for `layer` (a Linear, or a Conv2d: LoCon)."
+    conv = layer if isinstance(layer, nn.Conv2d) else None
+    i, o = (layer.in_channels, layer.out_channels) if conv is not None else (layer.in_features, layer.out_features)
+    return LoRA(i, o, rank, alpha, dropout, device=layer.weight.device, dtype=dtype, conv=conv)
 
 def _lora_hook(linear: nn.Linear, args, out: Tensor) -> Tensor:
     lora = linear.lora
     return out if lora.merged else out + lora(args[0]).to(out.dtype)
 
 # %% ../nbs/40_lora.ipynb #96f06e9f
+def _own(model: nn.Module, kind) -> dict[str, nn.Module]:
+    inner = {id(m) for l in model.modules() if isinstance(l, LoRA) for m in l.modules()}
+    return {n: m for n, m in model.named_modules() if isinstance(m, kind) and id(m) not in inner}
+
 def linear_layers(model: nn.Module) -> dict[str, nn.Linear]:
     "{module name: Linear} of `model`'s own Linear layers (not the factors inside its LoRAs)."
-    inner = {id(m) for l in model.modules() if isinstance(l, LoRA) for m in l.modules()}
-    return {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and id(m) not in inner}
+    return _own(model, nn.Linear)
 
-def lora_layers(model: nn.Module) -> dict[str, nn.Linear]:
-    "{module name: Linear} of the layers of `model` that carry a LoRA (`layer.lora`)."
-    return {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and isinstance(getattr(m, "lora", None), LoRA)}
+def conv_layers(model: nn.Module) -> dict[str, nn.Conv2d]:
+    "{module name: Conv2d} of `model`'s own ungrouped 2-D convolutions (what LoCon adapts)."
+    return {n: m for n, m in _own(model, nn.Conv2d).items() if m.groups == 1}
+
+def lora_layers(model: nn.Module) -> dict[str, nn.Module]:
+    "{module name: layer} of the Linear and Conv2d layers of `model` that carry a LoRA (`layer.lora`)."
+    return {n: m for n, m in model.named_modules() if isinstance(m, (nn.Linear, nn.Conv2d)) and isinstance(getattr(m, "lora", None), LoRA)}
 
 def _attach(linear: nn.Linear, lora: LoRA):
     linear.lora = lora
     if not any(h is _lora_hook for h in linear._forward_hooks.values()): linear.register_forward_hook(_lora_hook)
 
+def _matching(layers: dict, patterns, arg: str, what: str) -> dict:
+    if isinstance(patterns, str): patterns = (patterns,)
+    chosen = {n: m for n, m in layers.items() if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+    if not chosen: raise ValueError(f"{arg}: {list(patterns)} match no {what}; the model's include {_listing(layers, 6)}")
+    return chosen
+
 def add_lora(model: nn.Module, rank: int = 16, alpha: float | None = None, targets=None, dropout: float = 0.0,
-             dtype: torch.dtype | None = None) -> dict[str, LoRA]:
-    "Freeze `model` and put a `LoRA` on each Linear matching `targets` (default: `model.lora_targets`; B = 0: the model is unchanged)."
+             dtype: torch.dtype | None = None, conv_rank: int | None = None, conv_alpha: float | None = None, conv_targets=None) -> dict[str, LoRA]:
+    """Freeze `model` and put a `LoRA` on each Linear matching `targets` (default: `model.lora_targets`; B = 0: the model is unchanged).
+    With `conv_rank`, LoCon too: on each layer matching `conv_targets` (default `model.lora_conv_targets`), k×k convolutions
+    at `conv_rank`/`conv_alpha`, 1×1 convolutions and Linears at `rank`/`alpha` (kohya's conv_dim)."""
     if targets is None: targets = getattr(model, "lora_targets", None)
     if targets is None: raise ValueError(f"targets: {type(model).__name__} names no default LoRA targets (no `lora_targets`); pass targets=")
-    if isinstance(targets, str): targets = (targets,)
-    linears = linear_layers(model)
-    chosen = {n: m for n, m in linears.items() if any(fnmatch.fnmatchcase(n, p) for p in targets)}
-    if not chosen: raise ValueError(f"targets: {list(targets)} match no Linear layer; the model's Linear layers include {_listing(linears, 6)}")
+    chosen = _matching(linear_layers(model), targets, "targets", "Linear layer")
+    if conv_rank is not None:
+        if conv_targets is None: conv_targets = getattr(model, "lora_conv_targets", None)
+        if conv_targets is None: raise ValueError(f"conv_rank: {type(model).__name__} names no layers for LoCon (no `lora_conv_targets`); pass conv_targets=")
+        chosen |= _matching(linear_layers(model) | conv_layers(model), conv_targets, "conv_targets", "Linear or Conv2d layer")
     if have := [n for n in chosen if n in lora_layers(model)]: raise ValueError(f"model: {_listing(have, 4)} already carry a LoRA; remove_lora first")
     new = {}
     for n, m in chosen.items():
         factors = dtype or (m.weight.dtype if m.weight.element_size() > 1 else torch.bfloat16)   # an 8-bit (fp8) weight: bf16 factors
-        try: new[n] = LoRA(m.in_features, m.out_features, rank, alpha, dropout, device=m.weight.device, dtype=factors)
+        kxk = isinstance(m, nn.Conv2d) and m.kernel_size != (1, 1)
+        try: new[n] = _lora_for(m, conv_rank if kxk else rank, conv_alpha if kxk else alpha, dropout, factors)
         except ValueError as e: raise ValueError(f"{e} ({n})") from None
     model.requires_grad_(False)
     for n, lora in new.items(): _attach(chosen[n], lora)
@@ -132,8 +162,8 @@ def _diffusers_rows(model: nn.Module) -> dict[str, tuple[str, Tensor]]:
     naming = _naming(model)
     if naming.diffusers_layout is None: raise ValueError(f"model: the diffusers LoRA format is not defined for {type(model).__name__} (save kohya)")
     out, dims = {}, naming.layout_dims(model)
-    for name, m in linear_layers(model).items():
-        probe = {f"{name}.weight": LazyTensor.of(torch.arange(m.out_features).view(-1, 1))}
+    for name, m in (linear_layers(model) | conv_layers(model)).items():
+        probe = {f"{name}.weight": LazyTensor.of(torch.arange(m.weight.shape[0]).view(-1, 1))}
         for theirs, lt in naming.diffusers_layout.write(probe, dims=dims).items():
             out[theirs.removesuffix(".weight")] = (name, lt.load().view(-1))
     return out
@@ -166,6 +196,13 @@ def _kohya_tensors(model, layers, cast, dtype, meta: dict, steps) -> dict:
         tensors |= {f"{k}.lora_down.weight": cast(m.lora.down.weight), f"{k}.lora_up.weight": cast(m.lora.up.weight),
                     f"{k}.alpha": torch.tensor(m.lora.alpha, dtype=dtype or m.lora.up.weight.dtype)}
     meta |= {**naming.kohya_meta, "ss_network_dim": meta["flame.rank"], "ss_network_alpha": meta["flame.alpha"]}
+    kxk = {n for n, m in layers.items() if isinstance(m, nn.Conv2d) and m.kernel_size != (1, 1)}
+    if kxk:                                           # LoCon: kohya's network_dim/alpha for the rest, conv_dim/alpha in network_args
+        common = lambda xs: max(set(xs), key=xs.count)
+        rest = [m.lora for n, m in layers.items() if n not in kxk]
+        conv = [layers[n].lora for n in kxk]
+        if rest: meta |= {"ss_network_dim": json.dumps(common([l.rank for l in rest])), "ss_network_alpha": json.dumps(common([l.alpha for l in rest]))}
+        meta["ss_network_args"] = json.dumps({"conv_dim": str(common([l.rank for l in conv])), "conv_alpha": str(common([l.alpha for l in conv]))})
     if steps is not None: meta["ss_steps"] = str(int(steps))
     return tensors
 
@@ -218,7 +255,7 @@ def _peft_metadata(meta: dict, prefix: str) -> dict:
 
 def _read_kohya(model, files) -> tuple[dict, list[str]]:
     "{our module: (down, up, alpha)} and the keys no module takes."
-    names = {_naming(model).kohya(n): n for n in linear_layers(model)}
+    names = {_naming(model).kohya(n): n for n in linear_layers(model) | conv_layers(model)}
     groups, odd = _group(files, _KOHYA)
     found, unknown = {}, list(odd)
     for k, parts in groups.items():
@@ -243,17 +280,17 @@ def _read_diffusers(model, files, meta) -> tuple[dict, list[str]]:
         parts.setdefault(ours, []).append((theirs, idx, A, B, alpha / A.shape[0]))
     found = {}
     for ours, ps in parts.items():
-        out_features = model.get_submodule(ours).out_features
+        out_features = model.get_submodule(ours).weight.shape[0]
         _, _, A0, B0, s0 = ps[0]
         for theirs, idx, _, B, _ in ps:
             if B.shape[0] != len(idx): raise ValueError(f"{theirs}: lora_B has {B.shape[0]} rows, this model's layer has {len(idx)}: the LoRA was made for another model")
         if all(torch.equal(A, A0) and s == s0 for _, _, A, _, s in ps):      # shared A (a split fused layer): rank r
-            up = B0.new_zeros(out_features, A0.shape[0])
+            up = B0.new_zeros(out_features, *B0.shape[1:])
             for _, idx, _, B, _ in ps: up[idx] = B
             found[ours] = (A0, up, s0 * A0.shape[0])
         else:                                                                  # independent parts: stack A, block-diagonal B
             down = torch.cat([A for _, _, A, _, _ in ps])
-            up, col = B0.new_zeros(out_features, down.shape[0]), 0
+            up, col = B0.new_zeros(out_features, down.shape[0], *B0.shape[2:]), 0
             for _, idx, A, B, s in ps:
                 up[idx, col:col + A.shape[0]] = B * s; col += A.shape[0]
             found[ours] = (down, up, float(down.shape[0]))
@@ -281,16 +318,18 @@ def load_lora(model: nn.Module, path, strict: bool = True, dtype: torch.dtype | 
     layers = lora_layers(model)
     for name, (down, up, alpha) in found.items():
         m = model.get_submodule(name)
-        if down.shape[1] != m.in_features or up.shape[0] != m.out_features or up.shape[1] != down.shape[0]:
+        want_down = m.weight.shape[1:]                    # (in,) or (in, kh, kw)
+        if down.shape[1:] != want_down or up.shape[0] != m.weight.shape[0] or up.shape[1] != down.shape[0] or up.dim() != down.dim():
+            layer = f"{m.weight.shape[1]}→{m.weight.shape[0]} layer" if m.weight.dim() == 2 else f"{tuple(m.weight.shape)} convolution"
             raise ValueError(f"{path}: {name}: LoRA factors {tuple(up.shape)} @ {tuple(down.shape)} do not fit this model's "
-                             f"{m.in_features}→{m.out_features} layer: the LoRA was made for another model")
+                             f"{layer}: the LoRA was made for another model")
         if name in layers and layers[name].lora.merged: raise ValueError(f"model: {name} has a merged LoRA; unmerge_lora first")
     model.requires_grad_(False)
     for name, (down, up, alpha) in found.items():
         m, rank = model.get_submodule(name), down.shape[0]
         old = layers.get(name)
-        lora = old.lora if old is not None and old.lora.rank == rank else LoRA(m.in_features, m.out_features, rank, alpha, device=m.weight.device,
-                                                                              dtype=dtype or (old.lora.down.weight.dtype if old is not None else down.dtype))
+        lora = old.lora if old is not None and old.lora.rank == rank else _lora_for(
+            m, rank, alpha, dtype=dtype or (old.lora.down.weight.dtype if old is not None else down.dtype))
         with torch.no_grad():
             lora.down.weight.copy_(down); lora.up.weight.copy_(up)
         lora.alpha = float(alpha)

@@ -38,7 +38,7 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
+_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "conv_rank", "conv_alpha", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
 # %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
@@ -58,6 +58,8 @@ class TrainConfig:
     steps: int = 400
     rank: int = 8
     alpha: float | None = None           # None: alpha = rank
+    conv_rank: int | None = None         # LoCon (kohya's conv_dim): also the network's convolution layers, k×k kernels at this rank; None: off
+    conv_alpha: float | None = None      # None: conv_alpha = conv_rank
     lr: float = 3e-3
     optimizer: str = "adamw"             # adamw | adamw8bit (moments in 8 bits: 2 bytes/parameter) | adafactor (factored second moment)
     base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
@@ -115,6 +117,9 @@ def _validate(self: TrainConfig):
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
     if self.alpha is not None and not self.alpha > 0: _bad(self, "alpha", "a positive number or None")
+    if self.conv_rank is not None and (not isinstance(self.conv_rank, int) or isinstance(self.conv_rank, bool) or self.conv_rank < 1): _bad(self, "conv_rank", "an int >= 1 or None")
+    if self.conv_alpha is not None and (self.conv_rank is None or not self.conv_alpha > 0): _bad(self, "conv_alpha", "a positive number, with conv_rank")
+    if self.conv_rank is not None and self.mode == "full": _bad(self, "conv_rank", "None with mode='full' (a full fine-tune trains every layer)")
     if self.ema is not None and not 0 < self.ema < 1: _bad(self, "ema", "a decay in (0, 1) or None")
     if isinstance(self.caption_dropout, bool) or not (isinstance(self.caption_dropout, (int, float)) and 0 <= self.caption_dropout < 1):
         _bad(self, "caption_dropout", "a probability in [0, 1)")
@@ -200,9 +205,11 @@ class Run:
 def _adapt(c: TrainConfig, model: DiffusionModel):
     "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all in fp32 for a full fine-tune."
     if c.mode == "full": model.net.float().requires_grad_(True); return
+    if c.conv_rank is not None and getattr(model.net, "lora_conv_targets", None) is None:
+        raise ValueError(f"conv_rank: --model {c.model} has no convolution layers for LoCon (--conv-rank is for sdxl)")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_seed("lora", c.seed) % 2**31)
-        add_lora(model.net, rank=c.rank, alpha=c.alpha, dtype=torch.float32)
+        add_lora(model.net, rank=c.rank, alpha=c.alpha, dtype=torch.float32, conv_rank=c.conv_rank, conv_alpha=c.conv_alpha)
 
 def _data(c: TrainConfig, fam: Family, data):
     if data is not None: return data

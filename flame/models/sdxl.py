@@ -22,11 +22,11 @@ from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNam
 from .layers import check_shape as _check
 
 # %% auto #0
-__all__ = ['SIZE_DIM', 'LDM', 'DIFFUSERS', 'SDXL_TARGETS', 'SDXL', 'SDXLConfig', 'GroupNorm32', 'ResBlock', 'Downsample',
-           'Upsample', 'CrossAttention', 'GEGLU', 'FeedForward', 'BasicTransformerBlock', 'SpatialTransformer',
-           'TimestepEmbedSequential', 'SDXLUNet', 'micro_conditioning', 'adm_vector', 'layout_shape',
-           'diffusers_layout', 'config_from_shapes', 'detect_layout', 'SDXLDenoiser', 'single_file_part',
-           'SDXLTextEncoder']
+__all__ = ['SIZE_DIM', 'LDM', 'DIFFUSERS', 'SDXL_TARGETS', 'SDXL_CONV_TARGETS', 'SDXL', 'SDXLConfig', 'GroupNorm32', 'ResBlock',
+           'Downsample', 'Upsample', 'CrossAttention', 'GEGLU', 'FeedForward', 'BasicTransformerBlock',
+           'SpatialTransformer', 'TimestepEmbedSequential', 'SDXLUNet', 'micro_conditioning', 'adm_vector',
+           'layout_shape', 'diffusers_layout', 'config_from_shapes', 'detect_layout', 'SDXLDenoiser',
+           'single_file_part', 'SDXLTextEncoder']
 
 # %% ../../nbs/33_sdxl.ipynb #baa6e656
 SIZE_DIM = 256   # the sinusoidal width of each of the six size/crop numbers in the ADM vector
@@ -390,7 +390,8 @@ class SDXLDenoiser(Denoiser):
 # %% ../../nbs/33_sdxl.ipynb #0c86a5e1
 SDXL_TARGETS = tuple(f"*.{p}" for p in ("proj_in", "proj_out", *(f"attn{i}.to_{w}" for i in (1, 2) for w in ("q", "k", "v", "out.0")),
                                         "ff.net.0.proj", "ff.net.2"))
-SDXLUNet.lora_targets = SDXL_TARGETS
+SDXL_CONV_TARGETS = ("*.in_layers.2", "*.out_layers.3", "*.skip_connection", "*.emb_layers.1", "*.op", "*.conv")
+SDXLUNet.lora_targets, SDXLUNet.lora_conv_targets = SDXL_TARGETS, SDXL_CONV_TARGETS
 SDXLUNet.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora", "ss_base_model_version": "sdxl_base_v1-0"},
                                   diffusers_prefix="unet.", diffusers_layout=DIFFUSERS)
 
