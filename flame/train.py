@@ -426,7 +426,8 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     (rank, world), fam = _rank_world(), family(c.model)
     device = _rank_device(_device(c.device), world)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    vae, text = fam.vae(c.vae, device=device, dtype=dtype), fam.text_encoder(c.text_encoder, device=device, dtype=dtype)
+    own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
+    vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device=device, dtype=dtype)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)

@@ -96,3 +96,68 @@ class Caught:
         import logging
         for n in ("diffusers", "peft"): logging.getLogger(n).removeHandler(self._handler)
         self._w.__exit__(*exc); self.msgs += [str(w.message) for w in self._rec]
+
+
+def ldm_vae_name(k: str, levels: int) -> str:
+    "sgm/LDM name of a diffusers AutoencoderKL tensor (the inverse of diffusers' `convert_ldm_vae_checkpoint`)."
+    import re
+    up = lambda m: f"decoder.up.{levels - 1 - int(m[1])}."
+    k = k.replace("conv_norm_out", "norm_out").replace("conv_shortcut", "nin_shortcut")
+    k = re.sub(r"encoder\.down_blocks\.(\d+)\.resnets\.", r"encoder.down.\1.block.", k)
+    k = re.sub(r"encoder\.down_blocks\.(\d+)\.downsamplers\.0\.", r"encoder.down.\1.downsample.", k)
+    k = re.sub(r"decoder\.up_blocks\.(\d+)\.resnets\.", lambda m: up(m) + "block.", k)
+    k = re.sub(r"decoder\.up_blocks\.(\d+)\.upsamplers\.0\.", lambda m: up(m) + "upsample.", k)
+    k = re.sub(r"mid_block\.resnets\.(\d)", lambda m: f"mid.block_{int(m[1]) + 1}", k)
+    k = k.replace("mid_block.attentions.0.", "mid.attn_1.").replace("group_norm", "norm")
+    return re.sub(r"\.to_(q|k|v)\.", r".\1.", k).replace("to_out.0", "proj_out")
+
+
+def sgm_single_file(unet_sd: dict, vae, clip_l, big_g) -> dict:
+    """An sgm-style SDXL single file's tensors (as `sd_xl_base_1.0.safetensors` lays them out) from a UNet state dict in sgm
+    names and diffusers' AutoencoderKL, CLIPTextModel and CLIPTextModelWithProjection: the inverse of diffusers' converters."""
+    import torch
+    out = {"model.diffusion_model." + k: v for k, v in unet_sd.items()}
+    for k, v in vae.state_dict().items():
+        name = ldm_vae_name(k, len(vae.config.up_block_types))
+        out["first_stage_model." + name] = v[:, :, None, None] if ".attn_1." in name and v.ndim == 2 else v   # 1×1 convs in LDM
+    out |= {"conditioner.embedders.0.transformer." + (k if k.startswith("text_model.") else "text_model." + k): v   # as the files have it
+            for k, v in clip_l.state_dict().items()}                                       # (transformers 5 dropped `text_model.`)
+    out["conditioner.embedders.0.transformer.text_model.embeddings.position_ids"] = torch.arange(clip_l.config.max_position_embeddings)[None]
+    g, P = big_g.state_dict(), "conditioner.embedders.1.model."
+    out |= {P + "token_embedding.weight": g["text_model.embeddings.token_embedding.weight"], P + "positional_embedding": g["text_model.embeddings.position_embedding.weight"],
+            P + "ln_final.weight": g["text_model.final_layer_norm.weight"], P + "ln_final.bias": g["text_model.final_layer_norm.bias"],
+            P + "text_projection": g["text_projection.weight"].T.contiguous()}
+    for i in range(len({k.split(".")[3] for k in g if k.startswith("text_model.encoder.layers.")})):
+        a, b = f"text_model.encoder.layers.{i}.", f"{P}transformer.resblocks.{i}."
+        for w in ("weight", "bias"):
+            out[b + f"attn.in_proj_{w}"] = torch.cat([g[a + f"self_attn.{q}_proj.{w}"] for q in "qkv"])
+            out |= {b + f"{o}.{w}": g[a + f"{d}.{w}"] for o, d in [("attn.out_proj", "self_attn.out_proj"), ("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"),
+                                                                    ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")]}
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def sdxl_standard_encoders(seed: int = 0):
+    """Tiny VAE, CLIP-L and bigG that follow SDXL's own constants where a single file stores no config: 64-wide heads,
+    32 GroupNorm groups, quick-GELU / GELU, SDXL's token ids; over the word tokenizer's vocabulary. (vae, clip_l, big_g)"""
+    import torch
+    from diffusers import AutoencoderKL
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+    torch.manual_seed(seed)
+    vae = AutoencoderKL(down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(32, 64),
+                        layers_per_block=1, latent_channels=4, norm_num_groups=32)
+    ids = dict(bos_token_id=0, eos_token_id=2, pad_token_id=1, max_position_embeddings=77, vocab_size=len(WORDS), num_hidden_layers=2)
+    clip_l = CLIPTextModel(CLIPTextConfig(hidden_size=64, intermediate_size=96, num_attention_heads=1, projection_dim=64, hidden_act="quick_gelu", **ids))
+    big_g = CLIPTextModelWithProjection(CLIPTextConfig(hidden_size=128, intermediate_size=160, num_attention_heads=2, projection_dim=20, hidden_act="gelu", **ids))
+    return vae.eval(), clip_l.eval(), big_g.eval()
+
+
+def fake_hub_tokenizers(cache, field, repos):
+    "A Hugging Face cache at `cache` holding `field`'s tokenizer/ and tokenizer_2/ as the repos `repos` (offline tests of Hub lookups)."
+    import shutil
+    from pathlib import Path
+    for repo, sub in zip(repos, ("tokenizer", "tokenizer_2")):
+        top = Path(cache) / f"models--{repo.replace('/', '--')}"
+        shutil.copytree(Path(field) / sub, top / "snapshots" / ("0" * 40))
+        (top / "snapshots" / ("0" * 40) / "config.json").write_text('{"model_type": "clip"}')   # the real repos hold their model's config
+        (top / "refs").mkdir(); (top / "refs" / "main").write_text("0" * 40)
+    return Path(cache)

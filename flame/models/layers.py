@@ -413,17 +413,20 @@ def _component(path, sub: str, what: str, arg: str, alone: bool = True) -> Path:
 
 # %% ../../nbs/30_models.ipynb #df06fe66
 class DiffusersVAE:
-    "A `diffusers.AutoencoderKL` from a local folder; latents scaled and shifted as the diffusion model expects."
-    def __init__(self, path, device="cpu", dtype: torch.dtype = torch.float32):
-        from diffusers import AutoencoderKL
-        folder = _component(path, "vae", "AutoencoderKL", "vae")
-        try:
-            with _quiet(): self.vae = AutoencoderKL.from_pretrained(folder, torch_dtype=dtype).to(device).eval().requires_grad_(False)
-        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"vae: cannot load an AutoencoderKL from {folder} ({err})") from None
+    "A `diffusers.AutoencoderKL` from a local folder (or built already: `model`, named `name`); latents scaled and shifted as the diffusion model expects."
+    def __init__(self, path=None, device="cpu", dtype: torch.dtype = torch.float32, *, model=None, name: str | None = None):
+        if model is None:
+            from diffusers import AutoencoderKL
+            folder = _component(path, "vae", "AutoencoderKL", "vae")
+            try:
+                with _quiet(): model = AutoencoderKL.from_pretrained(folder, torch_dtype=dtype)
+            except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"vae: cannot load an AutoencoderKL from {folder} ({err})") from None
+            name = f"diffusers-vae:{_fingerprint(folder)}"
+        self.vae = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
         cfg = self.vae.config
         self.factor, self.channels = 2 ** (len(cfg.block_out_channels) - 1), cfg.latent_channels
         self.scale, self.shift = cfg.scaling_factor, cfg.shift_factor or 0.0
-        self.device, self.dtype, self.name = torch.device(device), dtype, f"diffusers-vae:{_fingerprint(folder)}"
+        self.device, self.dtype, self.name = torch.device(device), dtype, name
     @torch.no_grad()
     def encode(self, images: Tensor) -> Tensor:
         z = self.vae.encode(images.to(self.device, self.dtype)).latent_dist.mode()   # the mean: deterministic
@@ -543,6 +546,7 @@ class Family:
     wrap: Callable | None = None    # a bare network of this family (e.g. a `Flux` passed to `train`) -> DiffusionModel
     data: Callable | None = None    # (resolution) -> the data source a run without --data trains on (the demo's shapes)
     about: str = ""
+    encoders_in_checkpoint: bool = False   # without --vae / --text-encoder, the builders get --checkpoint (it holds them: SDXL's single file)
 
 FAMILIES = {                    # --model name: "module:attribute" of its Family
     "tiny": "flame.demo:TINY",

@@ -22,11 +22,11 @@ from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNam
 from .layers import check_shape as _check
 
 # %% auto #0
-__all__ = ['SIZE_DIM', 'LDM', 'DIFFUSERS', 'SDXL_TARGETS', 'SDXL_CONV_TARGETS', 'SDXL', 'SDXLConfig', 'GroupNorm32', 'ResBlock',
-           'Downsample', 'Upsample', 'CrossAttention', 'GEGLU', 'FeedForward', 'BasicTransformerBlock',
-           'SpatialTransformer', 'TimestepEmbedSequential', 'SDXLUNet', 'micro_conditioning', 'adm_vector',
-           'layout_shape', 'diffusers_layout', 'config_from_shapes', 'detect_layout', 'SDXLDenoiser',
-           'single_file_part', 'SDXLTextEncoder']
+__all__ = ['SIZE_DIM', 'LDM', 'DIFFUSERS', 'SDXL_TARGETS', 'SDXL_CONV_TARGETS', 'SDXL_TOKENIZERS', 'SDXL', 'SDXLConfig',
+           'GroupNorm32', 'ResBlock', 'Downsample', 'Upsample', 'CrossAttention', 'GEGLU', 'FeedForward',
+           'BasicTransformerBlock', 'SpatialTransformer', 'TimestepEmbedSequential', 'SDXLUNet', 'micro_conditioning',
+           'adm_vector', 'layout_shape', 'diffusers_layout', 'config_from_shapes', 'detect_layout', 'SDXLDenoiser',
+           'single_file_part', 'single_file_configs', 'hub_tokenizers', 'SDXLTextEncoder']
 
 # %% ../../nbs/33_sdxl.ipynb #baa6e656
 SIZE_DIM = 256   # the sinusoidal width of each of the six size/crop numbers in the ADM vector
@@ -408,11 +408,59 @@ def single_file_part(path, part: str, model: nn.Module) -> nn.Module:
     if part == "vae": sd = convert_ldm_vae_checkpoint(ck, dict(model.config))
     elif part == "text_encoder": sd = convert_ldm_clip_checkpoint(ck, remove_prefix=prefix)
     else: sd = convert_open_clip_checkpoint(model, ck, prefix=prefix)
+    if part != "vae":                                         # files keep transformers 4's `text_model.` and the position_ids buffer;
+        nested = any(k.startswith("text_model.") for k in model.state_dict())    # transformers 5's CLIPTextModel has neither
+        sd = {(k if nested or not k.startswith("text_model.") else k[len("text_model."):]): v for k, v in sd.items() if not k.endswith("position_ids")}
     missing, unexpected = model.load_state_dict(sd, strict=False)
     if missing or unexpected:
         raise ValueError(f"{path}: its {part} weights do not fit the config: {len(missing)} missing ({_listing(missing, 4)}), "
                          f"{len(unexpected)} unexpected ({_listing(unexpected, 4)})")
     return model
+
+# %% ../../nbs/33_sdxl.ipynb #33f1e002
+SDXL_TOKENIZERS = ("openai/clip-vit-large-patch14", "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k")
+_CLIP_KEYS = {"text_encoder": ("text_model.embeddings.token_embedding.weight", "text_model.embeddings.position_embedding.weight",
+                               "text_model.encoder.layers.", "mlp.fc1.weight", "quick_gelu"),
+              "text_encoder_2": ("token_embedding.weight", "positional_embedding", "transformer.resblocks.", "mlp.c_fc.weight", "gelu")}
+
+def _count(keys, prefix: str) -> int: return len({k[len(prefix):].split(".")[0] for k in keys if k.startswith(prefix)})
+
+def single_file_configs(path) -> dict:
+    "{'vae': AutoencoderKL kwargs, 'text_encoder': CLIPTextConfig, 'text_encoder_2': CLIPTextConfig} an SDXL single file (or {key: shape}) implies."
+    from transformers import CLIPTextConfig
+    shapes = dict(path) if isinstance(path, dict) else {k: tuple(v.shape) for k, v in read_safetensors(path)[0].items()}
+    for part, prefix in _SINGLE_FILE.items():
+        if not any(k.startswith(prefix) for k in shapes): raise ValueError(f"{path}: holds no {part} weights (no keys under {prefix!r}): pass --{part.replace('_2', '').replace('_', '-')}")
+    V = _SINGLE_FILE["vae"] + "encoder."
+    levels = _count(shapes, V + "down.")
+    vae = dict(in_channels=shapes[V + "conv_in.weight"][1], out_channels=shapes[_SINGLE_FILE["vae"] + "decoder.conv_out.weight"][0],
+               down_block_types=("DownEncoderBlock2D",) * levels, up_block_types=("UpDecoderBlock2D",) * levels,
+               block_out_channels=tuple(shapes[f"{V}down.{i}.block.0.conv1.weight"][0] for i in range(levels)),
+               layers_per_block=_count(shapes, V + "down.0.block."), latent_channels=shapes[V + "conv_out.weight"][0] // 2,
+               norm_num_groups=32, sample_size=1024, scaling_factor=0.13025, force_upcast=True)
+    out = {"vae": vae}
+    for part, (tok, pos, layers, fc1, act) in _CLIP_KEYS.items():
+        P = _SINGLE_FILE[part]
+        (vocab, width), proj = shapes[P + tok], shapes[P + "text_projection"][1] if P + "text_projection" in shapes else shapes[P + tok][1]
+        out[part] = CLIPTextConfig(vocab_size=vocab, hidden_size=width, num_attention_heads=width // 64, num_hidden_layers=_count(shapes, P + layers),
+                                   intermediate_size=shapes[f"{P}{layers}0.{fc1}"][0], max_position_embeddings=shapes[P + pos][0],
+                                   projection_dim=proj, hidden_act=act, bos_token_id=0, eos_token_id=2, pad_token_id=1)
+    return out
+
+def hub_tokenizers(cache_dir=None, download: bool = True) -> list:
+    "SDXL's CLIP-L and bigG tokenizers from the Hugging Face cache (fetched once if `download`); bigG pads with token 0, as SDXL's does."
+    from transformers import AutoTokenizer
+    toks = []
+    for repo in SDXL_TOKENIZERS:
+        tries = (True, False) if download else (True,)
+        for local in tries:
+            try:
+                with _quiet(): toks.append(AutoTokenizer.from_pretrained(repo, cache_dir=cache_dir, local_files_only=local)); break
+            except OSError: continue
+        else: raise ValueError(f"text_encoder: an SDXL single file holds no tokenizers, and {repo}'s is not in the Hugging Face cache "
+                               f"({'no connection?' if download else 'not downloading'}): pass --text-encoder (a diffusers SDXL folder), or run once online")
+    toks[1].pad_token = toks[1].convert_ids_to_tokens(0)
+    return toks
 
 # %% ../../nbs/33_sdxl.ipynb #85da00e4
 _SDXL_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L tokenizer"),
@@ -423,6 +471,7 @@ class SDXLTextEncoder:
     def __init__(self, path, device="cpu", dtype: torch.dtype = torch.float32, weights=None):
         from transformers import AutoTokenizer, CLIPTextModel, CLIPTextModelWithProjection
         root = Path(path)
+        if root.is_file(): return self._from_single_file(root, device, dtype)
         if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers SDXL folder with text_encoder/, text_encoder_2/, tokenizer/ and tokenizer_2/)")
         parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in _SDXL_TEXT_PARTS}
         def model(cls, k):
@@ -437,6 +486,17 @@ class SDXLTextEncoder:
         self.dim, self.pooled_dim = sum(c.config.hidden_size for c in self.clips), self.clips[1].config.projection_dim
         sources = [parts["tokenizer"], parts["tokenizer_2"]] + ([parts["text_encoder"], parts["text_encoder_2"]] if weights is None else [Path(weights)])
         self.name = f"sdxl-text:{_fingerprint(*sources)}"
+
+@patch
+def _from_single_file(self: SDXLTextEncoder, path: Path, device, dtype, cache_dir=None, download: bool = True):
+    "Both CLIPs from an SDXL single file (configs from `single_file_configs`), the tokenizers from the Hugging Face cache."
+    from transformers import CLIPTextModel, CLIPTextModelWithProjection
+    configs, self.tokenizers = single_file_configs(path), hub_tokenizers(cache_dir, download)
+    self.clips = [single_file_part(path, k, cls(configs[k])).to(device=device, dtype=dtype).eval().requires_grad_(False)
+                  for cls, k in ((CLIPTextModel, "text_encoder"), (CLIPTextModelWithProjection, "text_encoder_2"))]
+    self.device = torch.device(device)
+    self.dim, self.pooled_dim = sum(c.config.hidden_size for c in self.clips), self.clips[1].config.projection_dim
+    self.name = f"sdxl-text:{_fingerprint(path)}:" + ",".join(t.name_or_path.split("/")[-1] for t in self.tokenizers)
 
 # %% ../../nbs/33_sdxl.ipynb #c166bb3d
 @patch
@@ -460,7 +520,11 @@ def _needs(arg: str, what: str):
     raise ValueError(f"{arg}: --model sdxl needs --{arg.replace('_', '-')} ({what})")
 
 def _sdxl_vae(path, *, device, dtype):
-    return DiffusersVAE(path, device=device, dtype=dtype) if path is not None else _needs("vae", "a diffusers SDXL folder or its vae/ folder")
+    if path is None: _needs("vae", "a diffusers SDXL folder or its vae/ folder")
+    if not Path(path).is_file(): return DiffusersVAE(path, device=device, dtype=dtype)
+    from diffusers import AutoencoderKL                       # the single file: SDXL's VAE config, the file's weights
+    return DiffusersVAE(model=single_file_part(path, "vae", AutoencoderKL(**single_file_configs(path)["vae"])),
+                        name=f"sdxl-vae:{_fingerprint(path)}", device=device, dtype=dtype)
 
 def _sdxl_text(path, *, device, dtype):
     if path is None: _needs("text_encoder", "a diffusers SDXL folder with text_encoder/, text_encoder_2/ and their tokenizers")
@@ -469,4 +533,4 @@ def _sdxl_text(path, *, device, dtype):
 SDXL = Family("sdxl", variant_loader(SDXLUNet, SDXLDenoiser, SDXLConfig.base(), _SHAPE_FIELDS, "sdxl",
                                      "sd_xl_base_1.0.safetensors or a fine-tune, a bare UNet file, or a diffusers unet/ folder"),
               _sdxl_vae, _sdxl_text, resolution=1024, sample_steps=30, guidance=None, full=False, wrap=SDXLDenoiser,
-              about="Stable Diffusion XL 1.0 base (2.6B UNet, eps prediction)")
+              about="Stable Diffusion XL 1.0 base (2.6B UNet, eps prediction)", encoders_in_checkpoint=True)
