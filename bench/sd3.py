@@ -71,6 +71,11 @@ def against_diffusers(r, ours, inputs, device, a, save):
     twin = diffusers_twin(ours)                               # freed on return: its views would keep the blocks' device copies
     calls = {"FLAME": lambda x: ours(x, t, y=y, context=ctx),
              "diffusers": lambda x: twin(hidden_states=x, encoder_hidden_states=ctx, pooled_projections=y, timestep=t, return_dict=False)[0]}
+    compare(r, ours, twin, calls, x, device, a, save)
+
+
+def compare(r, ours, twin, calls, x, device, a, save):
+    "For FLAME's `ours` and diffusers' `twin` (`calls`: impl -> x -> output): output difference, then a row per mode and impl."
     with torch.no_grad():
         ref, got = calls["diffusers"](x).float(), calls["FLAME"](x).float()
     r |= {"max_abs_diff": (got - ref).abs().max().item(), "max_abs_out": ref.abs().max().item(),

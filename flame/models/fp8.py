@@ -16,7 +16,7 @@ from .layers import LazyTensor, Checkpoint, PREFIX, read_safetensors, load_state
 
 # %% auto #0
 __all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes',
-           'split_scales', 'read_fp8_checkpoint', 'load_fp8']
+           'read_fp8_checkpoint', 'load_fp8']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
 class FP8Linear(nn.Linear):
@@ -96,27 +96,7 @@ from .sdxl import SDXLUNet
 SD3.fp8_skip, SDXLUNet.fp8_skip = SD3_SKIP, SDXL_SKIP
 
 # %% ../../nbs/34_fp8.ipynb #b34e0019
-_SCALE_SUFFIXES = (".scale_weight", ".weight_scale")
-_DROPPED = (".scale_input", ".input_scale", ".comfy_quant")
-
-def split_scales(tensors: dict[str, LazyTensor]) -> tuple[dict[str, LazyTensor], dict[str, LazyTensor]]:
-    "(weights, {weight key: scale (out,) fp32}) of a checkpoint's tensors: a scale for every 2-D e4m3fn weight (1 if the file has none)."
-    tensors = {k: v for k, v in tensors.items() if k != "scaled_fp8" and not k.endswith(_DROPPED)}
-    file_scales = {k[: -len(s)] + ".weight": v for k, v in tensors.items() for s in _SCALE_SUFFIXES if k.endswith(s)}
-    weights = {k: v for k, v in tensors.items() if not k.endswith(_SCALE_SUFFIXES)}
-    scales = {}
-    for k, w in weights.items():
-        if w.dtype != torch.float8_e4m3fn or len(w.shape) != 2:
-            if k in file_scales: raise ValueError(f"checkpoint: {k} has a scale but is {w.dtype} {tuple(w.shape)}, not a 2-D float8_e4m3fn weight")
-            continue
-        s = file_scales.get(k)
-        if s is not None and (n := int(torch.tensor(s.shape).prod())) not in (1, w.shape[0]):
-            raise ValueError(f"checkpoint: {k} has {w.shape[0]} rows but its scale holds {n} values")
-        load = (lambda s=s, rows=w.shape[0]: s.load().float().reshape(-1).expand(rows).contiguous()) if s is not None \
-            else (lambda rows=w.shape[0]: torch.ones(rows))
-        scales[k] = LazyTensor((w.shape[0],), torch.float32, load)
-    if orphans := [k for k in file_scales if k not in weights]: raise ValueError(f"checkpoint: scales without a weight: {_listing(orphans, 4)}")
-    return weights, scales
+from .layers import split_scales    # (it lives with `read_checkpoint`, which every family's loader uses)
 
 # %% ../../nbs/34_fp8.ipynb #b34e0022
 def read_fp8_checkpoint(path, detect: Callable) -> tuple[Checkpoint, dict[str, LazyTensor]]:

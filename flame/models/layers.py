@@ -22,7 +22,7 @@ from ..io import atomic_file, ST_DTYPE, ST_CODE
 # %% auto #0
 __all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm',
            'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
-           'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'Checkpoint',
+           'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint',
            'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id',
            'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
            'check_shape', 'Family', 'family']
@@ -323,6 +323,31 @@ def load_state(model: nn.Module, tensors: Mapping[str, LazyTensor], *, layout: L
 # %% ../../nbs/30_models.ipynb #282c01bb
 PREFIX = "model.diffusion_model."    # single-file checkpoints: the denoiser's keys, beside the VAE's and text encoders'
 
+_SCALE_SUFFIXES = (".scale_weight", ".weight_scale")
+_DROPPED = (".scale_input", ".input_scale", ".comfy_quant")
+
+def split_scales(tensors: dict[str, LazyTensor]) -> tuple[dict[str, LazyTensor], dict[str, LazyTensor]]:
+    "(weights, {weight key: scale (out,) fp32}) of a checkpoint's tensors: a scale for every 2-D e4m3fn weight (1 if the file has none)."
+    tensors = {k: v for k, v in tensors.items() if k != "scaled_fp8" and not k.endswith(_DROPPED)}
+    file_scales = {k[: -len(s)] + ".weight": v for k, v in tensors.items() for s in _SCALE_SUFFIXES if k.endswith(s)}
+    weights = {k: v for k, v in tensors.items() if not k.endswith(_SCALE_SUFFIXES)}
+    scales = {}
+    for k, w in weights.items():
+        if w.dtype != torch.float8_e4m3fn or len(w.shape) != 2:
+            if k in file_scales: raise ValueError(f"checkpoint: {k} has a scale but is {w.dtype} {tuple(w.shape)}, not a 2-D float8_e4m3fn weight")
+            continue
+        s = file_scales.get(k)
+        if s is not None and (n := int(torch.tensor(s.shape).prod())) not in (1, w.shape[0]):
+            raise ValueError(f"checkpoint: {k} has {w.shape[0]} rows but its scale holds {n} values")
+        load = (lambda s=s, rows=w.shape[0]: s.load().float().reshape(-1).expand(rows).contiguous()) if s is not None \
+            else (lambda rows=w.shape[0]: torch.ones(rows))
+        scales[k] = LazyTensor((w.shape[0],), torch.float32, load)
+    if orphans := [k for k in file_scales if k not in weights]: raise ValueError(f"checkpoint: scales without a weight: {_listing(orphans, 4)}")
+    return weights, scales
+
+def _dequantized(w: LazyTensor, scale: LazyTensor) -> LazyTensor:
+    return LazyTensor(w.shape, torch.float32, lambda: w.load().float() * scale.load()[:, None])
+
 class Checkpoint(NamedTuple):
     "A checkpoint read lazily: tensors under our names, their keys no rule knows, the file's keys, metadata, layout."
     ours: dict
@@ -335,8 +360,12 @@ def read_checkpoint(path, detect: Callable, config_keys=()) -> Checkpoint:
     "Index `path`, drop the `PREFIX` if present, detect the layout with `detect(keys, source=)`, map to our names."
     files, meta = read_safetensors(path)
     if any(k.startswith(PREFIX) for k in files): files = {k[len(PREFIX):]: v for k, v in files.items() if k.startswith(PREFIX)}
+    files, scales = split_scales(files)                                   # (fp8 files: their weights come back times their scales)
     layout = detect(files, source=str(path))
     ours, unused = layout.read(files)
+    if scales:
+        ours_scales, _ = layout.read(scales)
+        ours = {k: _dequantized(v, ours_scales[k]) if v.dtype == torch.float8_e4m3fn and k in ours_scales else v for k, v in ours.items()}
     if missing := [n for k in config_keys if k not in ours for n in layout.names(k)]:
         raise ValueError(f"{path}: {layout.name} layout detected, but keys needed to infer the config are missing: {_listing(missing)}")
     return Checkpoint(ours, unused, files, meta, layout)
