@@ -18,7 +18,7 @@ from ..autograd import checkpoint
 from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, read_checkpoint, variant_loader, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
                                  Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
                                  rope_attention, split_heads, timestep_embedding,
-                                 write_safetensors, _component, _fingerprint, _quiet)
+                                 write_safetensors, text_parts, _fingerprint)
 from .layers import check_shape as _check
 from .layers import _listing
 
@@ -366,16 +366,10 @@ _TEXT_PARTS = [("text_encoder", "CLIP text model"), ("tokenizer", "CLIP tokenize
 class FluxTextEncoder:
     "Flux's text conditioning from a local diffusers-layout folder: T5 per-token context and CLIP pooled vector."
     def __init__(self, path, max_length: int = 512, device="cpu", dtype: torch.dtype = torch.float32):
-        from transformers import AutoTokenizer, CLIPTextModel, T5EncoderModel
-        root = Path(path)
-        if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers Flux folder with text_encoder/, tokenizer/, text_encoder_2/, tokenizer_2/)")
-        parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in _TEXT_PARTS}
-        try:
-            with _quiet():
-                self.clip_tokenizer, self.t5_tokenizer = AutoTokenizer.from_pretrained(parts["tokenizer"]), AutoTokenizer.from_pretrained(parts["tokenizer_2"])
-                self.clip = CLIPTextModel.from_pretrained(parts["text_encoder"], torch_dtype=dtype).to(device).eval().requires_grad_(False)
-                self.t5 = T5EncoderModel.from_pretrained(parts["text_encoder_2"], torch_dtype=dtype).to(device).eval().requires_grad_(False)
-        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load T5/CLIP from {root} ({err})") from None
+        from transformers import CLIPTextModel, T5EncoderModel
+        got, parts = text_parts(path, _TEXT_PARTS, "Flux", {"text_encoder": CLIPTextModel.from_pretrained, "text_encoder_2": T5EncoderModel.from_pretrained},
+                                device=device, dtype=dtype, what="T5/CLIP")
+        self.clip_tokenizer, self.t5_tokenizer, self.clip, self.t5 = (got[k] for k in ("tokenizer", "tokenizer_2", "text_encoder", "text_encoder_2"))
         self.max_length, self.device = max_length, torch.device(device)
         self.dim, self.pooled_dim = self.t5.config.d_model, self.clip.config.hidden_size
         self.name = f"flux-text:{max_length}:{_fingerprint(*parts.values())}"

@@ -24,8 +24,8 @@ __all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedde
            'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
            'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint',
            'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id',
-           'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
-           'check_shape', 'Family', 'family']
+           'text_parts', 'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
+           'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -439,6 +439,20 @@ def _component(path, sub: str, what: str, arg: str, alone: bool = True) -> Path:
     for d in ((root, root / sub) if alone else (root / sub,)):
         if (d / "config.json").is_file() or (d / "tokenizer_config.json").is_file(): return d
     raise ValueError(f"{arg}: {root} holds no {what} (expected a folder with config.json, or a diffusers model folder with {sub}/)")
+
+def text_parts(path, parts, family: str, builders: dict, *, device, dtype, what: str) -> tuple[dict, dict]:
+    """The text stack of a local diffusers `family` folder: `parts` [(subfolder, what it holds)], tokenizers by `AutoTokenizer`,
+    models by `builders[sub](folder, torch_dtype=dtype)`, frozen on `device`; ({sub: loaded}, {sub: folder}). One line on anything missing."""
+    from transformers import AutoTokenizer
+    root = Path(path)
+    if not root.is_dir():
+        raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers {family} folder with {', '.join(k + '/' for k, _ in parts)})")
+    folders = {k: _component(root, k, w, "text_encoder", alone=False) for k, w in parts}
+    try:
+        with _quiet():
+            return {k: AutoTokenizer.from_pretrained(f) if k not in builders else builders[k](f, torch_dtype=dtype).to(device=device, dtype=dtype).eval().requires_grad_(False)
+                    for k, f in folders.items()}, folders
+    except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load {what} from {root} ({err})") from None
 
 # %% ../../nbs/30_models.ipynb #df06fe66
 class DiffusersVAE:

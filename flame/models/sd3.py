@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
-                                 split_heads, timestep_embedding, write_safetensors, _component, _fingerprint, _quiet)
+                                 split_heads, timestep_embedding, write_safetensors, text_parts, _fingerprint)
 from .layers import check_shape as _check
 
 # %% auto #0
@@ -320,17 +320,12 @@ _SD3_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L 
 class SD3TextEncoder:
     "SD3's text conditioning from a local diffusers SD3 folder: [CLIP-L ‖ bigG penultimate states, zero-padded; T5 tokens] and the two CLIPs' projected pooled vectors."
     def __init__(self, path, max_length: int = 256, device="cpu", dtype: torch.dtype = torch.float32):
-        from transformers import AutoTokenizer, CLIPTextModelWithProjection, T5EncoderModel
-        root = Path(path)
-        if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers SD3 folder with text_encoder/, text_encoder_2/, text_encoder_3/ and their tokenizer folders)")
-        parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in _SD3_TEXT_PARTS}
-        def model(cls, k): return cls.from_pretrained(parts[k], torch_dtype=dtype).to(device).eval().requires_grad_(False)
-        try:
-            with _quiet():
-                self.tokenizers = [AutoTokenizer.from_pretrained(parts[k]) for k in ("tokenizer", "tokenizer_2", "tokenizer_3")]
-                self.clips = [model(CLIPTextModelWithProjection, k) for k in ("text_encoder", "text_encoder_2")]
-                self.t5 = model(T5EncoderModel, "text_encoder_3")
-        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load CLIP-L/bigG/T5 from {root} ({err})") from None
+        from transformers import CLIPTextModelWithProjection, T5EncoderModel
+        clip = CLIPTextModelWithProjection.from_pretrained
+        got, parts = text_parts(path, _SD3_TEXT_PARTS, "SD3", {"text_encoder": clip, "text_encoder_2": clip, "text_encoder_3": T5EncoderModel.from_pretrained},
+                                device=device, dtype=dtype, what="CLIP-L/bigG/T5")
+        self.tokenizers = [got[k] for k in ("tokenizer", "tokenizer_2", "tokenizer_3")]
+        self.clips, self.t5 = [got["text_encoder"], got["text_encoder_2"]], got["text_encoder_3"]
         self.max_length, self.device = max_length, torch.device(device)
         self.dim = self.t5.config.d_model
         widths = [c.config.hidden_size for c in self.clips]

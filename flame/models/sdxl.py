@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
-                                 read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, _component, _fingerprint,
+                                 read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, _fingerprint,
                                  _listing, _quiet)
 from .layers import check_shape as _check
 
@@ -469,19 +469,13 @@ _SDXL_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L
 class SDXLTextEncoder:
     "SDXL's text conditioning: [CLIP-L ‖ bigG] penultimate hidden states and bigG's projected pooled vector; from a diffusers folder (`weights`: a single file)."
     def __init__(self, path, device="cpu", dtype: torch.dtype = torch.float32, weights=None):
-        from transformers import AutoTokenizer, CLIPTextModel, CLIPTextModelWithProjection
-        root = Path(path)
-        if root.is_file(): return self._from_single_file(root, device, dtype)
-        if not root.is_dir(): raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers SDXL folder with text_encoder/, text_encoder_2/, tokenizer/ and tokenizer_2/)")
-        parts = {k: _component(root, k, what, "text_encoder", alone=False) for k, what in _SDXL_TEXT_PARTS}
-        def model(cls, k):
-            m = cls.from_pretrained(parts[k]) if weights is None else single_file_part(weights, k, cls(cls.config_class.from_pretrained(parts[k])))
-            return m.to(device=device, dtype=dtype).eval().requires_grad_(False)
-        try:
-            with _quiet():
-                self.tokenizers = [AutoTokenizer.from_pretrained(parts[k]) for k in ("tokenizer", "tokenizer_2")]
-                self.clips = [model(CLIPTextModel, "text_encoder"), model(CLIPTextModelWithProjection, "text_encoder_2")]
-        except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load CLIP-L/bigG from {root} ({err})") from None
+        from transformers import CLIPTextModel, CLIPTextModelWithProjection
+        if Path(path).is_file(): return self._from_single_file(Path(path), device, dtype)
+        def build(cls, k):                                    # from the folder, or (`weights`) its config with a single file's weights
+            return cls.from_pretrained if weights is None else (lambda folder, **_: single_file_part(weights, k, cls(cls.config_class.from_pretrained(folder))))
+        got, parts = text_parts(path, _SDXL_TEXT_PARTS, "SDXL", {"text_encoder": build(CLIPTextModel, "text_encoder"),
+                                "text_encoder_2": build(CLIPTextModelWithProjection, "text_encoder_2")}, device=device, dtype=dtype, what="CLIP-L/bigG")
+        self.tokenizers, self.clips = [got["tokenizer"], got["tokenizer_2"]], [got["text_encoder"], got["text_encoder_2"]]
         self.device = torch.device(device)
         self.dim, self.pooled_dim = sum(c.config.hidden_size for c in self.clips), self.clips[1].config.projection_dim
         sources = [parts["tokenizer"], parts["tokenizer_2"]] + ([parts["text_encoder"], parts["text_encoder_2"]] if weights is None else [Path(weights)])
