@@ -69,17 +69,23 @@ def measure(fn, device, warmup: int, reps: int) -> dict:
     return {"ms": statistics.median(times), "peak_GB": torch.cuda.max_memory_allocated() / 1e9 if cuda else None}
 
 
+def parse(ap: argparse.ArgumentParser, smoke: dict) -> argparse.Namespace:
+    "Add --warmup, --reps, --out and --smoke to `ap` and parse; --smoke's values are defaults that explicit flags still override."
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--smoke", action="store_true", help=f"the same run, small ({smoke}); explicit flags still win")
+    a = ap.parse_args()
+    if a.smoke: ap.set_defaults(**smoke); a = ap.parse_args()
+    return a
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev")
     ap.add_argument("--tokens", type=int, default=4096, help="image tokens (a square number; 4096 = 1024² pixels)")
     ap.add_argument("--txt", type=int, default=512, help="text tokens")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
-    a = ap.parse_args()
-    if a.smoke: ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE)
     side = math.isqrt(a.tokens)
     if side * side != a.tokens: raise ValueError(f"--tokens: expected a square number, got {a.tokens}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

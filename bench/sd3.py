@@ -17,7 +17,7 @@ Prints a table last and writes JSON.
 import argparse, contextlib, datetime, gc, json, platform, tempfile, time
 from pathlib import Path
 import torch
-from flux import diffusers_sdpa, measure, random_weights
+from flux import diffusers_sdpa, measure, parse, random_weights
 from streaming import budget_plan
 from flame.io import atomic_write
 from flame.models.layers import LazyTensor
@@ -214,13 +214,8 @@ def main():
     ap.add_argument("--txt", type=int, default=333, help="text tokens (77 CLIP + 256 T5)")
     ap.add_argument("--large-budget", default="6GB", help="device budget of the streamed Large step ('min+N': the planner's minimum + N blocks)")
     ap.add_argument("--medium-budget", default="4GB", help="device budget of the streamed Medium step")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
     ap.add_argument("--profile", action="store_true", help="instead of timing: the GPU kernels of one step, FLAME and diffusers")
-    a = ap.parse_args()
-    if a.smoke: ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE)
     kinds = a.models.split(",")
     if bad := [k for k in kinds if k not in NAMES]: ap.error(f"--models: expected large and/or medium, got {bad}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -13,6 +13,7 @@ The measuring code is bench/sd3.py's (the same rows, the same table). Prints a t
 """
 import argparse, datetime, gc, json, platform, time
 import torch
+from flux import parse
 from sd3 import compare, streamed_row, table
 from flame.io import atomic_write
 from flame.models.layers import LazyTensor
@@ -93,12 +94,7 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="the tiny UNet instead of SDXL base's size")
     ap.add_argument("--latent", type=int, default=128, help="latent side (128 = 1024² pixels)")
     ap.add_argument("--budget", default="4GB", help="device budget of the streamed step ('min+N': the planner's minimum + N blocks)")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--smoke", action="store_true", help=f"the same run, tiny ({SMOKE}); explicit flags still win")
-    a = ap.parse_args()
-    if a.smoke: ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     import diffusers, triton

@@ -9,7 +9,7 @@ streamed vs the copy floor, predicted (plan) vs measured. Prints a table, writes
 import argparse, dataclasses, datetime, json, time
 import torch
 from flame.models.flux import Flux, FluxConfig
-from flame.streaming import stream, plan, replan, record, Plan, _ALIGN, _aligned
+from flame.streaming import stream, plan, replan, record, Plan, _aligned
 from flame.io import format_bytes, atomic_write
 from flame.tensor import MemoryTimeline, CATEGORIES
 
