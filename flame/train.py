@@ -418,12 +418,13 @@ def recover_replaced(out: Path, log=print):
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
-    "Load and check data, encoders, model and the run to resume, writing nothing. `model`/`data` (a source) override the config's."
+    """Load and check data, encoders, model and the run to resume, writing nothing (but for putting back a run that a stopped
+    --overwrite left aside). `model`/`data` (a source) override the config's."""
     c, out = config, Path(config.output)
-    check_unlocked(out)                                   # another process trains into this folder: say so at once
-    recover_replaced(out)                                 # (a run stopped while replacing this folder's run)
-    _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     (rank, world), fam = _rank_world(), family(c.model)
+    check_unlocked(out)                                   # another process trains into this folder: say so at once
+    if rank == 0: recover_replaced(out)                   # (a run stopped while replacing this folder's run)
+    _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     device = _rank_device(_device(c.device), world)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
