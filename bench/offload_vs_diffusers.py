@@ -12,7 +12,7 @@ Prints a table and writes JSON.
 """
 import argparse, dataclasses, datetime, json, math, time
 import torch
-from flux import diffusers_twin, measure, random_flux
+from flux import diffusers_twin, measure, parse, random_flux
 from flame.io import atomic_write
 from flame.models.flux import FluxConfig, image_ids
 from flame.streaming import plan, stream, _aligned
@@ -90,17 +90,10 @@ def main(out, warmup, reps, size="dev", tokens=4096, n_txt=512):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", help="the JSON file (default bench/results/offload_vs_diffusers.json; required with --smoke)")
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev")
     ap.add_argument("--tokens", type=int, default=4096, help="image tokens (a square number; 4096 = 1024² pixels)")
     ap.add_argument("--txt", type=int, default=512, help="text tokens")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
-    a = ap.parse_args()
-    if a.smoke:
-        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
-        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE, "bench/results/offload_vs_diffusers.json")
     if math.isqrt(a.tokens) ** 2 != a.tokens: ap.error(f"--tokens: expected a square number, got {a.tokens}")
     if not torch.cuda.is_available(): ap.exit(2, "bench/offload_vs_diffusers.py needs a CUDA GPU\n")
-    main(a.out or "bench/results/offload_vs_diffusers.json", a.warmup, a.reps, a.size, a.tokens, a.txt)
+    main(a.out, a.warmup, a.reps, a.size, a.tokens, a.txt)

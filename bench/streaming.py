@@ -8,6 +8,7 @@ streamed vs the copy floor, predicted (plan) vs measured. Prints a table, writes
 """
 import argparse, dataclasses, datetime, json, time
 import torch
+from flux import parse
 from flame.models.flux import Flux, FluxConfig
 from flame.streaming import stream, plan, replan, record, Plan, _aligned
 from flame.io import format_bytes, atomic_write
@@ -141,17 +142,10 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", help="the JSON file (default bench/results/streaming.json; required with --smoke)")
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev")
     ap.add_argument("--tokens", type=int, default=4096, help="image tokens")
     ap.add_argument("--txt", type=int, default=512, help="text tokens")
     ap.add_argument("--budgets", default="8GB,24GB", help="device budgets of the streamed steps ('min+N': the planner's minimum + N blocks)")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
-    a = ap.parse_args()
-    if a.smoke:
-        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
-        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE, "bench/results/streaming.json")
     if not torch.cuda.is_available(): ap.exit(2, "bench/streaming.py needs a CUDA GPU\n")
-    main(a.out or "bench/results/streaming.json", a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps)
+    main(a.out, a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps)
