@@ -408,13 +408,14 @@ def commit(run: Run):
     if old.exists(): shutil.rmtree(old)
 
 def recover_replaced(out: Path, log=print):
-    """Finish what a run stopped inside `commit` left: with no run folder, the earlier run waits in `.NAME.replaced-PID`
-    (stopped between the renames) and is put back; beside a run folder it is the replaced run, due for removal."""
-    if not (left := sorted(out.parent.glob(f".{out.name}.replaced-*"))): return
-    with run_lock(out):
-        for old in left:
-            if out.exists(): shutil.rmtree(old)
-            else: old.rename(out); log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
+    """What a run stopped inside `commit` left: with no run folder, the earlier run waits in `.NAME.replaced-PID` (stopped
+    between the renames) and is put back; beside a run folder it is kept, and named: nothing here deletes a run."""
+    for old in sorted(out.parent.glob(f".{out.name}.replaced-*")):
+        if out.exists():
+            log(f"output: {old} holds the run an --overwrite replaced (stopped before removing it); delete it when you no longer need it")
+            continue
+        with run_lock(out): old.rename(out)
+        log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
