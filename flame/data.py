@@ -196,6 +196,7 @@ def _digest(*parts) -> str: return hashlib.sha256("\0".join(map(str, parts)).enc
 # %% ../nbs/60_data.ipynb #b80fac22
 class LatentDataset:
     "Bucketed, cropped, (cached) latents and text embeddings of `source`, served as deterministic batches."
+    caption_batch = 16                     # captions per text-encoder call (the memory plan of a streamed encoder is measured on as many)
     def __init__(self, source, vae, text_encoder, *, resolution: int = 512, bucket_step: int = 64, max_ratio: float = 2.0,
                  crop: str = "center", cache_dir=None, seed: int = 0):
         if crop not in ("center", "random"): raise ValueError(f"crop: expected 'center' or 'random', got {crop!r}")
@@ -244,9 +245,9 @@ def empty_text(self: LatentDataset) -> tuple[Tensor, Tensor]:
     return self._empty
 
 @patch
-def _encode_texts(self: LatentDataset, captions, chunk=16):
-    for k in range(0, len(captions), chunk):
-        part = captions[k:k + chunk]
+def _encode_texts(self: LatentDataset, captions):
+    for k in range(0, len(captions), self.caption_batch):
+        part = captions[k:k + self.caption_batch]
         context, pooled = self.text_encoder.encode(part)
         for c, x, y in zip(part, context.cpu(), pooled.cpu()): self._store(self._text_path(c), {"context": x, "pooled": y}, caption=c)
 

@@ -19,8 +19,8 @@ from .tensor import mark_streamed
 from .autograd import add_block_hooks
 
 # %% auto #0
-__all__ = ['write_store', 'Trace', 'Plan', 'record', 'plan', 'stream', 'plot_trace', 'plot_stream', 'replan', 'budget_curve',
-           'budget_explorer']
+__all__ = ['write_store', 'Trace', 'Plan', 'record', 'plan', 'stream', 'unstream', 'plot_trace', 'plot_stream', 'replan',
+           'budget_curve', 'budget_explorer']
 
 # %% ../nbs/20_streaming.ipynb #c91c044c
 _ALIGN = 512          # slot and pool segment alignment (the CUDA allocator's granularity)
@@ -749,6 +749,28 @@ def stream(model: nn.Module, device="cuda", budget="auto", store=None, *, units=
         raise ValueError(f"plan: made for units of {plan.unit_bytes} bytes, this model's are {[u.nbytes for u in e.units]}")
     if plan.checkpoint and getattr(model, "checkpointing", None) is False: raise ValueError(_NO_CHECKPOINTING)
     e.apply(plan)
+    return model
+
+# %% ../nbs/20_streaming.ipynb #un5tr3a1
+def unstream(model: nn.Module) -> nn.Module:
+    "Stop streaming `model`: its hooks removed, its device memory freed, the whole model on the CPU (block weights: their host copies)."
+    e = getattr(model, "_flame_streaming", None)
+    if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
+    e.close()
+    e.slots = e.resident = e.ready = e.freed = None
+    for u in e.units:
+        (o, src), *more = e.sources(u)
+        if more or o:                                            # scattered in the store file: gather into one buffer
+            src = torch.empty(u.nbytes, dtype=torch.uint8)
+            for o, s in e.sources(u): src[o:o + s.numel()].copy_(s)
+        e._bind(u, src)
+    streamed = {id(p) for u in e.units for p in u.params}
+    for p in model.parameters():
+        if id(p) not in streamed: p.data = p.data.cpu()
+    for mod in model.modules():
+        for k, b in mod._buffers.items():
+            if b is not None: mod._buffers[k] = b.cpu()
+    del model._flame_streaming
     return model
 
 # %% ../nbs/20_streaming.ipynb #588b120e

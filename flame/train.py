@@ -23,18 +23,18 @@ from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
-from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, family, is_diffusion_model
+from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, encoders_on, family, is_diffusion_model
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
-           'check_disk', 'start_partial', 'commit', 'recover_replaced', 'setup', 'TrainState', 'start_state',
+           'check_disk', 'start_partial', 'commit', 'recover_replaced', 'text_on', 'setup', 'TrainState', 'start_state',
            'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'train_step', 'sample_images',
            'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint',
-           'finish', 'log_step', 'record_first_step', 'progress_bar', 'step_activation_bytes', 'check_step_memory',
-           'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
+           'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
+           'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -418,6 +418,13 @@ def recover_replaced(out: Path, log=print):
         log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
+def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
+    """The text encoders on `device` for a stage (in the run's `budget` on a GPU), back on the CPU after: `encoders_on`,
+    its streamed plan measured on a batch as large as the caching's (`LatentDataset.caption_batch`)."""
+    text = ds.text_encoder
+    budget = parse_size(budget, "budget") if budget is not None and device.type == "cuda" else None
+    return encoders_on(device, budget, text, probe=lambda: text.encode([""] * ds.caption_batch), log=log)
+
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     """Load and check data, encoders, model and the run to resume, writing nothing (but for putting back a run that a stopped
     --overwrite left aside). `model`/`data` (a source) override the config's."""
@@ -429,7 +436,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     device = _rank_device(_device(c.device), world)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
-    vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device=device, dtype=dtype)
+    vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device="cpu", dtype=dtype)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)
@@ -437,8 +444,9 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     source = _data(c, fam, data)
     res = c.res
     step = 64 if res % 64 == 0 and res >= 256 else res
-    cached = c.vae is not None or c.text_encoder is not None            # real encoders: encode once, to the run's cache
+    cached = any(getattr(e, "networks", None) for e in (vae, text))     # real encoders (not the tiny family's): encode once, to the run's cache
     ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
+    with text_on(device, c.budget, ds): ds.empty_text()                # (kept: sizing the cache and caption dropout use it)
     _adapt(c, model)
     check_budget(model, c.budget, c.optimizer)
     resume_from = _check_resume(c, out, base) if c.resume else None
@@ -618,13 +626,14 @@ def start_output(run: Run, log=print) -> Prompts:
     atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
     if uncaptioned := getattr(ds.source, "uncaptioned", None):
         log(f"data: {len(uncaptioned)} of {len(ds.source.items)} images have no caption: they train on the empty caption (--allow-empty-captions)")
-    if ds.cache_dir is not None:
-        counts = ds.prepare(progress=c.progress)
-        log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
-            f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
-    prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
-    if run.world > 1: _broadcast(run, run.data.cache_dir)
-    return Prompts(prompts, *ds.text(list(prompts)))
+    with text_on(run.device, c.budget, ds, log):                      # the text encoders on the GPU (within the budget) only now
+        if ds.cache_dir is not None:
+            counts = ds.prepare(progress=c.progress)
+            log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
+                f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
+        prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
+        if run.world > 1: _broadcast(run, run.data.cache_dir)
+        return Prompts(prompts, *ds.text(list(prompts)))
 
 def _broadcast(run: Run, obj):
     "Rank 0's `obj` on every rank."
@@ -729,6 +738,14 @@ def _timed(run: Run, stage: str, less: str | None = None):
     try: yield
     finally: run.times[stage] = run.times.get(stage, 0.0) + time.perf_counter() - t0 - (run.times.get(less, 0.0) - l0)
 
+def time_to_first_step(run: Run, t_start: float, log=print) -> float:
+    "Seconds from `train()` to the end of the first step, said once in the log by stage (the step itself: its Triton compiles too)."
+    total = time.perf_counter() - t_start
+    stages = {k: run.times.get(k, 0.0) for k in ("setup", "caching", "planning", "sampling")}
+    if not run.rank: log(f"time to the first step: {total:.1f} s (" + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()) +
+                         f", the step {total - sum(stages.values()):.1f})")
+    return total
+
 # %% ../nbs/70_train.ipynb #e5e50002
 def _mem_available() -> int | None:
     "Bytes the OS can still hand out (Linux `MemAvailable`), or None where it does not say."
@@ -778,6 +795,7 @@ class TrainResult:
     interrupted: bool = False
     seconds: float = 0.0
     times: dict = field(default_factory=dict)    # seconds per stage: setup (loading, building), caching, planning, sampling, training
+    first_step: float = 0.0                      # seconds from the call to the end of the first step (in the log by stage)
 
 def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file beside the run folder)."
@@ -902,19 +920,22 @@ def _train(run: Run, t_start: float) -> TrainResult:
 
 def _loop(run: Run, t_start: float) -> TrainResult:
     c = run.config
+    if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
     with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
+    caching = {"caching": torch.cuda.max_memory_allocated(run.device)} if run.device.type == "cuda" else {}   # its peak, encoders included
+    if caching and c.budget is not None and not run.rank: print(f"caching: peak {format_bytes(caching['caching'])} on the GPU (budget {format_bytes(parse_size(c.budget))})")
     with _timed(run, "planning"):
         st = start_state(run)                                         # optimizer, EMA: fresh or resumed
         memory = plan_run_memory(run, st)                             # resident, checkpoint, offload or stream
     if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")
     if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
     first, t0 = st.step + 1, time.perf_counter() - (st.history[-1]["seconds"] if st.history else 0.0)
-    stop = False
+    stop, t_first = False, 0.0
     with _timed(run, "training", less="sampling"), _sigint() as signals, progress_bar(replace(c, progress=c.progress and not run.rank), st.step) as bar:
         for step in range(first, c.steps + 1):
             with MemoryTimeline(run.model, st.opt, device=run.device) if step == first else nullcontext() as timeline:
                 loss = train_step(run, st, memory, step)              # batch → loss → backward → (all-reduce) → clip → AdamW → EMA
-            if step == first: record_first_step(run, st, memory, timeline)
+            if step == first: record_first_step(run, st, memory, timeline); t_first = time_to_first_step(run, t_start)
             log_step(run, st, loss, t0, bar)
             stop = _agree(run, bool(signals))                         # Ctrl-C: every rank stops at this step
             if c.sample_every and step % c.sample_every == 0 and step < c.steps: save_samples(run, st, prompts, f"step-{step:06d}", f"step {step}")
@@ -923,5 +944,5 @@ def _loop(run: Run, t_start: float) -> TrainResult:
     weights = finish(run, st)
     if stop and not run.rank: print(f"\ninterrupted at step {st.step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
     else: save_samples(run, st, prompts, "after", f"after training (step {c.steps})")
-    return TrainResult(run.out, st.step, [r["loss"] for r in st.history], weights, memory.policy, memory.measured, bool(stop),
-                       time.perf_counter() - t_start, dict(run.times))
+    return TrainResult(run.out, st.step, [r["loss"] for r in st.history], weights, memory.policy, {**memory.measured, **caching}, bool(stop),
+                       time.perf_counter() - t_start, dict(run.times), t_first)

@@ -3,6 +3,13 @@
 WORDS = ["<pad>", "</s>", "<unk>", "<s>", "a", "an", "the", "of", "on", "my", "dog", "thing",
          "red", "green", "blue", "yellow", "cyan", "magenta", "white", "circle", "square", "triangle"]
 
+def _save_t5(folder, dim: int, layers: int = 1, ff: int = 32):
+    "A random T5 encoder (`layers` blocks, FF width `ff`, 2 heads of 8) over the word-level vocabulary, saved to `folder`."
+    from transformers import T5Config, T5EncoderModel
+    T5EncoderModel(T5Config(vocab_size=len(WORDS), d_model=dim, d_kv=8, d_ff=ff, num_layers=layers, num_heads=2,
+                            pad_token_id=0, eos_token_id=1)).save_pretrained(folder)
+
+
 def _save_tokenizer(folder, bos: bool, max_length: int):
     "A word-level fast tokenizer over WORDS: `<s> … </s>` (CLIP) if `bos`, else `… </s>` (T5)."
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
@@ -21,20 +28,20 @@ def _save_vae(folder, latent_channels: int, vae_blocks: int, shift: float, scale
                   norm_num_groups=4, sample_size=32, shift_factor=shift, scaling_factor=scale).save_pretrained(folder)
 
 
-def tiny_field_components(root, seed: int = 0, latent_channels: int = 4, vae_blocks: int = 2, t5_dim: int = 24, clip_dim: int = 32):
-    """Save random small AutoencoderKL (2^(vae_blocks-1)x down), CLIP and T5 (+ word-level tokenizers) to `root` in the
-    diffusers Flux layout, for tests: default sizes match `FluxConfig.tiny()` (4 latent channels, context 24, pooled 32);
-    `latent_channels=16, vae_blocks=4, t5_dim=4096, clip_dim=768` give Flux's interface at a fraction of the weights."""
+def tiny_field_components(root, seed: int = 0, latent_channels: int = 4, vae_blocks: int = 2, t5_dim: int = 24, clip_dim: int = 32,
+                          t5_layers: int = 1, t5_ff: int = 32):
+    """Save random small AutoencoderKL (2^(vae_blocks-1)x down), CLIP and T5 (`t5_layers` blocks, FF width `t5_ff`; + word-level
+    tokenizers) to `root` in the diffusers Flux layout, for tests: default sizes match `FluxConfig.tiny()` (4 latent channels,
+    context 24, pooled 32); `latent_channels=16, vae_blocks=4, t5_dim=4096, clip_dim=768` give Flux's interface at a fraction of the weights."""
     from pathlib import Path
     import torch
-    from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
+    from transformers import CLIPTextConfig, CLIPTextModel
     root = Path(root)
     torch.manual_seed(seed)
     for sub, bos in (("tokenizer", True), ("tokenizer_2", False)): _save_tokenizer(root / sub, bos, 77)   # CLIP: <s> ... </s>; T5: ... </s>
     CLIPTextModel(CLIPTextConfig(vocab_size=len(WORDS), hidden_size=clip_dim, intermediate_size=37, num_hidden_layers=1, num_attention_heads=2,
                                  max_position_embeddings=77, pad_token_id=0, eos_token_id=1, bos_token_id=3)).save_pretrained(root / "text_encoder")
-    T5EncoderModel(T5Config(vocab_size=len(WORDS), d_model=t5_dim, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
-                            pad_token_id=0, eos_token_id=1)).save_pretrained(root / "text_encoder_2")
+    _save_t5(root / "text_encoder_2", t5_dim, t5_layers, t5_ff)
     _save_vae(root / "vae", latent_channels, vae_blocks, shift=0.1, scale=0.5)
     return root
 
@@ -45,7 +52,7 @@ def tiny_sd3_components(root, seed: int = 0, latent_channels: int = 16, vae_bloc
     2^(vae_blocks-1)x down, SD3's scaling and shift factors) to `root` in the diffusers SD3 layout, for tests."""
     from pathlib import Path
     import torch
-    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection
     if sum(clip_dims) > t5_dim: raise ValueError(f"t5_dim: expected at least {sum(clip_dims)} (the CLIP widths joined), got {t5_dim}")
     root = Path(root)
     torch.manual_seed(seed)
@@ -54,8 +61,7 @@ def tiny_sd3_components(root, seed: int = 0, latent_channels: int = 16, vae_bloc
         CLIPTextModelWithProjection(CLIPTextConfig(vocab_size=len(WORDS), hidden_size=width, intermediate_size=37, num_hidden_layers=2,
                                                    num_attention_heads=2, max_position_embeddings=77, projection_dim=width,
                                                    pad_token_id=0, eos_token_id=1, bos_token_id=3)).save_pretrained(root / sub)
-    T5EncoderModel(T5Config(vocab_size=len(WORDS), d_model=t5_dim, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
-                            pad_token_id=0, eos_token_id=1)).save_pretrained(root / "text_encoder_3")
+    _save_t5(root / "text_encoder_3", t5_dim)
     _save_vae(root / "vae", latent_channels, vae_blocks, shift=0.0609, scale=1.5305)   # SD3's factors
     return root
 

@@ -379,6 +379,8 @@ class FluxTextEncoder:
     def encode(self, captions: list[str]) -> tuple[Tensor, Tensor]:
         pooled = self.clip(self._ids(self.clip_tokenizer, captions, min(77, self.clip_tokenizer.model_max_length))).pooler_output
         return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
+    @property
+    def networks(self): return [self.clip, self.t5]                # what `encoders_on` places (30_models)
     def __repr__(self): return f"FluxTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/31_flux.ipynb #e2242076

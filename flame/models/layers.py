@@ -17,15 +17,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from ..kernels import check_tensor, layer_norm_modulated, rms_norm, apply_rope, rope_freqs, attention
-from ..io import atomic_file, ST_DTYPE, ST_CODE
+from ..io import atomic_file, format_bytes, ST_DTYPE, ST_CODE
+from ..streaming import stream, unstream
 
 # %% auto #0
 __all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm',
            'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
            'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint',
            'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id',
-           'text_parts', 'DiffusersVAE', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
-           'FinalLayer', 'check_shape', 'Family', 'family']
+           'text_parts', 'DiffusersVAE', 'encoder_blocks', 'weight_bytes', 'encoders_on', 'Schedule', 'LoraNaming',
+           'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -477,7 +478,50 @@ class DiffusersVAE:
     @torch.no_grad()
     def decode(self, latents: Tensor) -> Tensor:
         return self.vae.decode(latents.to(self.device, self.dtype) / self.scale + self.shift).sample
+    @property
+    def networks(self): return [self.vae]                           # what `encoders_on` places (below)
     def __repr__(self): return f"DiffusersVAE({self.name}, factor={self.factor}, channels={self.channels})"
+
+# %% ../../nbs/30_models.ipynb #enc0b0d1
+def encoder_blocks(net: nn.Module) -> list[nn.Module]:
+    "A transformer's blocks: the longest `nn.ModuleList` in `net` (T5's `encoder.block`, CLIP's `encoder.layers`)."
+    lists = [m for m in net.modules() if isinstance(m, nn.ModuleList)]
+    return list(max(lists, key=len)) if lists else []
+
+def weight_bytes(net: nn.Module) -> int: return sum(t.numel() * t.element_size() for t in [*net.parameters(), *net.buffers()])
+
+def _placement(nets: list[nn.Module], budget: int | None) -> tuple[list, nn.Module | None]:
+    "(networks to move whole, the network to stream or None): all whole within half the budget, else the largest streams."
+    if budget is None or sum(map(weight_bytes, nets)) <= budget // 2: return list(nets), None
+    big = max(nets, key=weight_bytes)
+    rest = [n for n in nets if n is not big]
+    if sum(map(weight_bytes, rest)) > budget // 2 or not encoder_blocks(big):
+        raise ValueError(f"budget: {format_bytes(budget)} cannot hold the encoders while they encode ({format_bytes(sum(map(weight_bytes, nets)))} "
+                         f"of weights, {format_bytes(weight_bytes(big))} of them in the largest network, which streams)")
+    return rest, big
+
+# %% ../../nbs/30_models.ipynb #enc0b0d2
+@contextmanager
+def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], object] | None = None, store_dir=None, log=None):
+    """Bring `encoders` (each with `networks` and `device`) from the CPU to `device` for the block, within `budget` bytes; then
+    back to the CPU. `probe()` is a typical encoding (it measures a streamed network's plan); on the CPU streaming reads `store_dir`."""
+    device, encoders = torch.device(device), [e for e in encoders if getattr(e, "networks", None)]   # (others stay as they are)
+    nets = [n for e in encoders for n in e.networks]
+    whole, big = _placement(nets, budget)
+    try:
+        for n in whole: n.to(device)
+        for e in encoders: e.device = device
+        if big is not None:
+            store = None if store_dir is None else Path(store_dir) / f"encoder-{nets.index(big)}.safetensors"
+            with torch.no_grad():
+                stream(big, device, budget, store, units=encoder_blocks(big), example_inputs=(), step=lambda m, i: probe())
+            if log: log(f"encoders: {type(big).__name__} streams under the budget ({big._flame_streaming.plan})")
+        yield
+    finally:
+        if big is not None and hasattr(big, "_flame_streaming"): unstream(big)
+        for n in nets: n.to("cpu")
+        for e in encoders: e.device = torch.device("cpu")
+        if device.type == "cuda": torch.cuda.empty_cache()
 
 # %% ../../nbs/30_models.ipynb #2fa1ce4d
 OBJECTIVES = ("flow", "eps", "v")

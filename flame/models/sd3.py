@@ -332,6 +332,8 @@ class SD3TextEncoder:
         if sum(widths) > self.dim: raise ValueError(f"text_encoder: the CLIP widths {widths} add up to more than T5's {self.dim}")
         self.pooled_dim = sum(c.config.projection_dim for c in self.clips)
         self.name = f"sd3-text:{max_length}:{_fingerprint(*parts.values())}"
+    @property
+    def networks(self): return [*self.clips, self.t5]               # what `encoders_on` places (30_models)
     def _ids(self, tokenizer, captions, n):
         return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
     @torch.no_grad()

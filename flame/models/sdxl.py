@@ -480,6 +480,8 @@ class SDXLTextEncoder:
         self.dim, self.pooled_dim = sum(c.config.hidden_size for c in self.clips), self.clips[1].config.projection_dim
         sources = [parts["tokenizer"], parts["tokenizer_2"]] + ([parts["text_encoder"], parts["text_encoder_2"]] if weights is None else [Path(weights)])
         self.name = f"sdxl-text:{_fingerprint(*sources)}"
+    @property
+    def networks(self): return self.clips                           # what `encoders_on` places (30_models)
 
 @patch
 def _from_single_file(self: SDXLTextEncoder, path: Path, device, dtype, cache_dir=None, download: bool = True):
