@@ -9,7 +9,9 @@ Docs: https://flame-dev.github.io/flame/data.html.md"""
 # %% ../nbs/60_data.ipynb #8fcb6fce
 from __future__ import annotations
 import hashlib, math, random, re, zlib
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -257,15 +259,18 @@ def _store(self: LatentDataset, path, tensors, **meta):
 
 # %% ../nbs/60_data.ipynb #61d56e5b
 @patch
-def prepare(self: LatentDataset, progress: bool = False) -> dict:
-    "Encode whatever the cache lacks; returns counts {'latents': (encoded, reused), 'text': (encoded, reused)}."
+def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), texts_on: Callable = nullcontext) -> dict:
+    """Encode whatever the cache lacks — the images, then the captions and `extra_captions` (sample prompts) inside `texts_on()`
+    (the trainer's: its text encoders on the GPU, within the budget); counts {'latents': (encoded, reused), 'text': (encoded, reused)} of the data's."""
     if self.cache_dir is None: raise ValueError("cache_dir: prepare() fills the cache; this dataset has none")
     from tqdm.auto import tqdm
     missing = [i for i in range(len(self.source.items)) if not self._latent_path(i).exists()]
     for i in tqdm(missing, desc="encoding images", disable=not progress): self.latent(i)
     captions = list(dict.fromkeys(it.caption for it in self.source.items))
     todo = [c for c in captions if not self._text_path(c).exists()]
-    self._encode_texts(todo)
+    more = [c for c in dict.fromkeys(extra_captions) if c not in captions and not self._text_path(c).exists()]
+    if todo or more:
+        with texts_on(): self._encode_texts(todo + more)
     n = len(self.source.items)
     return {"latents": (len(missing), n - len(missing)), "text": (len(todo), len(captions) - len(todo))}
 

@@ -13,6 +13,7 @@ from torch import Tensor
 from fastcore.basics import patch
 from .autograd import GradBuffer
 from .kernels import adamw_, adamw8bit_, adamw8bit_state
+from .kernels.adamw import _round_bf16_stochastic, _sr_seed
 
 # %% auto #0
 __all__ = ['OPTIMIZERS', 'FlatOptimizer', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor', 'make_optimizer',
@@ -20,12 +21,14 @@ __all__ = ['OPTIMIZERS', 'FlatOptimizer', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAda
 
 # %% ../nbs/21_optim.ipynb #292c813c
 class FlatOptimizer(torch.optim.Optimizer):
-    "What FLAME's optimizers share: `params` moved into one flat fp32 buffer, gradients in a `GradBuffer`, global-norm clipping."
-    def __init__(self, params, defaults: dict, max_grad_norm: float | None = None):
+    """What FLAME's optimizers share: `params` moved into one flat buffer (fp32, or bf16 updated with stochastic rounding keyed
+    by `seed` and the step), gradients in an fp32 `GradBuffer`, global-norm clipping."""
+    def __init__(self, params, defaults: dict, max_grad_norm: float | None = None, seed: int = 0):
         params = list(params)
         if not params: raise ValueError("params: expected at least one trainable parameter")
-        if bad := [tuple(p.shape) for p in params if p.dtype != torch.float32]:
-            raise ValueError(f"params: expected float32 parameters (train in fp32, compute in bf16 with autocast), got other dtypes for shapes {bad[:3]}")
+        if len(dtypes := {p.dtype for p in params}) > 1 or not dtypes <= {torch.float32, torch.bfloat16}:
+            raise ValueError(f"params: expected all float32 (train in fp32, compute in bf16 with autocast) or all bfloat16 (bf16 weights, "
+                             f"stochastic rounding), got {sorted(map(str, dtypes))}")
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm: expected a positive number or None, got {max_grad_norm!r}")
         super().__init__(params, defaults)
@@ -33,8 +36,11 @@ class FlatOptimizer(torch.optim.Optimizer):
         off = 0
         for p in params:
             p.data = self.flat[off:off + p.numel()].view_as(p); off += p.numel()
-        self.grads = GradBuffer(params)
-        self.max_grad_norm, self.steps, self.grad_norm = max_grad_norm, 0, 0.0
+        self.grads = GradBuffer(params)                                # fp32: bf16 parameters' gradients are folded in
+        self.max_grad_norm, self.steps, self.grad_norm, self.seed = max_grad_norm, 0, 0.0, seed
+
+    @property
+    def rounds(self) -> bool: return self.flat.dtype == torch.bfloat16   # bf16 weights: each update stochastically rounded
 
     def _update(self, group: dict):
         "One update of `flat` from `grads.flat` (clipped), `self.steps` already counting it."
@@ -95,45 +101,47 @@ def load_state_dict(self: FlatOptimizer, state_dict: dict):
 class FlatAdamW(FlatOptimizer):
     "AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat fp32 buffer; gradients in a `GradBuffer`."
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm)
-        self._add_state(exp_avg=torch.zeros_like(self.flat), exp_avg_sq=torch.zeros_like(self.flat))
+                 max_grad_norm: float | None = None, seed: int = 0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed)
+        fp32 = lambda: torch.zeros_like(self.flat, dtype=torch.float32)   # (fp32 moments, bf16 weights or not)
+        self._add_state(exp_avg=fp32(), exp_avg_sq=fp32())
 
     @property
     def moments(self) -> tuple[Tensor, Tensor]: return self.named_state["exp_avg"], self.named_state["exp_avg_sq"]
 
     def _update(self, g: dict):
-        adamw_(self.flat, self.grads.flat, *self.moments, step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"])
+        adamw_(self.flat, self.grads.flat, *self.moments, step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
+               stochastic_rounding=self.rounds, seed=self.seed)
 
 # %% ../nbs/21_optim.ipynb #79b078e4
 class FlatAdamW8bit(FlatOptimizer):
     "AdamW with 8-bit blockwise-quantized moments (`flame.kernels.adamw8bit_`) over one flat fp32 parameter buffer."
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm)
+                 max_grad_norm: float | None = None, seed: int = 0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed)
         qm, am, qv, av = adamw8bit_state(self.flat.numel(), self.flat.device)
         self._add_state(exp_avg_codes=qm, exp_avg_absmax=am, exp_avg_sq_codes=qv, exp_avg_sq_absmax=av)
 
     def _update(self, g: dict):
         adamw8bit_(self.flat, self.grads.flat, *self.named_state.values(), step=self.steps, lr=g["lr"], betas=g["betas"],
-                   eps=g["eps"], weight_decay=g["weight_decay"])
+                   eps=g["eps"], weight_decay=g["weight_decay"], stochastic_rounding=self.rounds, seed=self.seed)
 
 # %% ../nbs/21_optim.ipynb #7f8ce320
 class FlatAdafactor(FlatOptimizer):
     "transformers' Adafactor with a fixed `lr` (relative_step, scale_parameter, warmup_init off) over one flat fp32 buffer."
     def __init__(self, params, lr: float, eps: float = 1e-30, clip_threshold: float = 1.0, decay_rate: float = -0.8,
-                 beta1: float | None = None, weight_decay: float = 0.0, max_grad_norm: float | None = None):
+                 beta1: float | None = None, weight_decay: float = 0.0, max_grad_norm: float | None = None, seed: int = 0):
         if not isinstance(lr, (int, float)) or not lr > 0:
             raise ValueError(f"lr: expected a positive learning rate (this Adafactor has no relative step), got {lr!r}")
         super().__init__(params, dict(lr=lr, eps=eps, clip_threshold=clip_threshold, decay_rate=decay_rate, beta1=beta1,
-                                      weight_decay=weight_decay), max_grad_norm)
+                                      weight_decay=weight_decay), max_grad_norm, seed)
         params = self.param_groups[0]["params"]
         sizes = lambda f: [math.prod(f(p.shape)) if p.dim() >= 2 else 0 for p in params]
         rows, cols = sizes(lambda s: s[:-1]), sizes(lambda s: (*s[:-2], s[-1]))
         full = [0 if p.dim() >= 2 else p.numel() for p in params]
         new = lambda k: torch.zeros(sum(k), device=self.flat.device)
         self._add_state(exp_avg_sq_row=new(rows), exp_avg_sq_col=new(cols), exp_avg_sq=new(full))
-        if beta1 is not None: self._add_state(exp_avg=torch.zeros_like(self.flat))
+        if beta1 is not None: self._add_state(exp_avg=torch.zeros_like(self.flat, dtype=torch.float32))
         st = self.named_state
         avg = st["exp_avg"].split([p.numel() for p in params]) if beta1 is not None else [None] * len(params)
         self._views = [_views(*t) for t in zip(params, self.grads.grads, st["exp_avg_sq_row"].split(rows),
@@ -149,9 +157,10 @@ def _views(p: Tensor, g: Tensor, row: Tensor, col: Tensor, full: Tensor, avg: Te
 
 def _rms(t: Tensor) -> Tensor: return t.norm(2) / (t.numel() ** 0.5)
 
-def _adafactor_(v: dict, group: dict, beta2t: float):
-    "transformers' Adafactor update of one tensor, in place (its expressions, in its order); its factors already multiplied by `beta2t`."
-    p, g = v["p"], v["g"]
+def _adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
+    """transformers' Adafactor update of one tensor, in place (its expressions, in its order); its factors already multiplied by
+    `beta2t`. `sr_seed`: the parameter is bf16, updated in fp32 and stochastically rounded back with that key."""
+    p, g = (v["p"].float(), v["g"]) if sr_seed is not None else (v["p"], v["g"])
     update = g ** 2 + group["eps"]
     if "row" in v:
         v["row"].add_(update.mean(dim=-1), alpha=1.0 - beta2t)
@@ -165,13 +174,14 @@ def _adafactor_(v: dict, group: dict, beta2t: float):
     if v["exp_avg"] is not None: update = v["exp_avg"].mul_(group["beta1"]).add_(update, alpha=1 - group["beta1"])
     if group["weight_decay"] != 0: p.add_(p, alpha=-group["weight_decay"] * group["lr"])
     p.add_(-update)
+    if sr_seed is not None: v["p"].copy_(_round_bf16_stochastic(p, sr_seed))
 
 @patch
 def _update(self: FlatAdafactor, group: dict):
     "Decay every factor with one multiply per buffer, then update tensor by tensor."
     beta2t = 1.0 - math.pow(self.steps, group["decay_rate"])
     for k in ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq"): self.named_state[k].mul_(beta2t)
-    for v in self._views: _adafactor_(v, group, beta2t)
+    for i, v in enumerate(self._views): _adafactor_(v, group, beta2t, _sr_seed(self.seed + i, self.steps) if self.rounds else None)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd
 OPTIMIZERS = {"adamw": FlatAdamW, "adamw8bit": FlatAdamW8bit, "adafactor": FlatAdafactor}
@@ -181,15 +191,16 @@ def make_optimizer(name: str, params, lr: float, weight_decay: float = 0.0, max_
     if name not in OPTIMIZERS: raise ValueError(f"optimizer: expected one of {list(OPTIMIZERS)}, got {name!r}")
     return OPTIMIZERS[name](params, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm, **kw)
 
-def optimizer_state_bytes(name: str, shapes) -> int:
-    "Bytes `state_tensors()` of optimizer `name` hold for parameters of `shapes`: fp32 parameters and gradients, and its state."
+def optimizer_state_bytes(name: str, shapes, dtype: torch.dtype = torch.float32) -> int:
+    "Bytes `state_tensors()` of optimizer `name` hold for parameters of `shapes`: the parameters (in `dtype`), fp32 gradients, its state."
     if name not in OPTIMIZERS: raise ValueError(f"optimizer: expected one of {list(OPTIMIZERS)}, got {name!r}")
     shapes = [tuple(s) for s in shapes]
     n = sum(math.prod(s) for s in shapes)
-    if name == "adamw": return 16 * n
-    if name == "adamw8bit": return 10 * n + 8 * -(-n // 256)
+    w = n * (dtype.itemsize + 4)                                        # parameters, gradients
+    if name == "adamw": return w + 8 * n
+    if name == "adamw8bit": return w + 2 * n + 8 * -(-n // 256)
     factors = sum(math.prod(s[:-1]) + math.prod((*s[:-2], s[-1])) if len(s) >= 2 else math.prod(s) for s in shapes)
-    return 8 * n + 4 * factors
+    return w + 4 * factors
 
 # %% ../nbs/21_optim.ipynb #2999c345
 def optim_results_table(res: dict) -> str:

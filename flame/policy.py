@@ -30,9 +30,9 @@ def frozen_unit_bytes(model) -> int:
     return sum(p.numel() * p.element_size() for u in model.stream_units() for p in u.parameters() if not p.requires_grad)
 
 def trainable_state_bytes(model, optimizer: str = "adamw") -> int:
-    """Bytes `flame.optim`'s `optimizer` keeps for `model`'s trainable parameters (fp32 parameters, gradients, its state):
-    measured from the buffers it makes when built on the meta device, which allocates nothing."""
-    params = [nn.Parameter(torch.empty(p.shape, device="meta")) for p in model.parameters() if p.requires_grad]
+    """Bytes `flame.optim`'s `optimizer` keeps for `model`'s trainable parameters (the parameters in their dtype, fp32 gradients, its
+    state): measured from the buffers it makes when built on the meta device, which allocates nothing."""
+    params = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
     return storage_bytes(*make_optimizer(optimizer, params, lr=1.0).state_tensors()) if params else 0
 
 def place(model: nn.Module, device, budget=None, optimizer: str = "adamw") -> nn.Module:

@@ -179,7 +179,7 @@ class _ThreadCopier:
     def stamp(self): return time.perf_counter()
     def span(self, ev): return ev.span
     def seconds(self, t, t0): return t - t0
-    def sync(self): pass
+    def sync(self): self.wait(self.load(None, (), None))      # copies run in order: this one's end is all of theirs
     def close(self): self.q.put(None)
 
 # %% ../nbs/20_streaming.ipynb #1b3340e6

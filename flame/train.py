@@ -23,7 +23,7 @@ from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
-from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, encoders_on, family, is_diffusion_model
+from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, encoders_on, family, is_diffusion_model, release
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
@@ -38,7 +38,7 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "conv_rank", "conv_alpha", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
+_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "conv_rank", "conv_alpha", "weights_dtype", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
 
 # %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
@@ -63,6 +63,7 @@ class TrainConfig:
     lr: float = 3e-3
     optimizer: str = "adamw"             # adamw | adamw8bit (moments in 8 bits: 2 bytes/parameter) | adafactor (factored second moment)
     base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
+    weights_dtype: str = "fp32"          # fp32 | bf16: a full fine-tune's weights (bf16: half the bytes, updates stochastically rounded)
     batch_size: int = 8
     grad_accum: int = 1
     resolution: int | None = None        # None: the family's training resolution
@@ -112,7 +113,7 @@ def default_output(data: str | None, now: float | None = None) -> str:
 def _validate(self: TrainConfig):
     if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
-    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None)), ("base_dtype", ("bf16", "fp8"))):
+    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None)), ("base_dtype", ("bf16", "fp8")), ("weights_dtype", ("fp32", "bf16"))):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
@@ -132,6 +133,7 @@ def _validate(self: TrainConfig):
     if not isinstance(self.nproc, int) or isinstance(self.nproc, bool) or self.nproc < 1: _bad(self, "nproc", "an int >= 1 or 'auto'")
     if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
     if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
+    if self.weights_dtype == "bf16" and self.mode != "full": _bad(self, "weights_dtype", "'fp32' with mode='lora' (LoRA factors are small: they train in fp32)")
     if self.sample_prompts is not None:
         self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
 
@@ -202,9 +204,13 @@ class Run:
 
     def __post_init__(self): self.final = self.final or self.out
 
+_WEIGHTS = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+def _autocast(run) -> bool: return run.device.type == "cuda" or run.config.weights_dtype == "bf16"   # bf16 compute (bf16 weights: on the CPU too)
+
 def _adapt(c: TrainConfig, model: DiffusionModel):
-    "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all in fp32 for a full fine-tune."
-    if c.mode == "full": model.net.float().requires_grad_(True); return
+    "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all (fp32 or bf16 weights) for a full fine-tune."
+    if c.mode == "full": model.net.to(_WEIGHTS[c.weights_dtype]).requires_grad_(True); return
     if c.conv_rank is not None and getattr(model.net, "lora_conv_targets", None) is None:
         raise ValueError(f"conv_rank: --model {c.model} has no convolution layers for LoCon (--conv-rank is for sdxl)")
     with torch.random.fork_rng(devices=[]):
@@ -482,7 +488,7 @@ def start_state(run: Run) -> TrainState:
     c = run.config
     place(run.model, run.device, c.budget, c.optimizer)                # before the optimizer: its flat buffers are made where the parameters are
     named = _trainable(run.model.net)
-    opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm)
+    opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
     if run.resume_from is not None: _resume(run, st)
@@ -529,7 +535,7 @@ def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
     slots = batch.get("slots", range(x0.shape[0]))           # (a probe's batch: micro-batch 0, all of it)
     t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
     cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=c.guidance)
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run)):
         loss = diffusion_loss(model, x0, t.to(device), noise=noise.to(device), min_snr_gamma=c.min_snr_gamma, **cond)
     return loss * (len(slots) / batch.get("of", len(slots))) / accum
 
@@ -626,14 +632,13 @@ def start_output(run: Run, log=print) -> Prompts:
     atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
     if uncaptioned := getattr(ds.source, "uncaptioned", None):
         log(f"data: {len(uncaptioned)} of {len(ds.source.items)} images have no caption: they train on the empty caption (--allow-empty-captions)")
-    with text_on(run.device, c.budget, ds, log):                      # the text encoders on the GPU (within the budget) only now
-        if ds.cache_dir is not None:
-            counts = ds.prepare(progress=c.progress)
-            log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
-                f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
-        prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
-        if run.world > 1: _broadcast(run, run.data.cache_dir)
-        return Prompts(prompts, *ds.text(list(prompts)))
+    prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
+    if ds.cache_dir is not None:                                       # images first, then the text encoders on the GPU (in the budget)
+        counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda: text_on(run.device, c.budget, ds, log))
+        log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
+            f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
+    if run.world > 1: _broadcast(run, run.data.cache_dir)
+    return Prompts(prompts, *ds.text(list(prompts)))                   # (from the cache, when there is one)
 
 def _broadcast(run: Run, obj):
     "Rank 0's `obj` on every rank."
@@ -655,7 +660,7 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
         swap = st.ema is not None and name != "before"
         if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
         imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
-                             guidance=run.family.guidance or c.guidance, device=run.device, autocast=run.device.type == "cuda")
+                             guidance=run.family.guidance or c.guidance, device=run.device, autocast=_autocast(run))
         if swap: st.opt.flat.copy_(saved)
         _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
     return imgs
@@ -924,6 +929,8 @@ def _loop(run: Run, t_start: float) -> TrainResult:
     with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
     caching = {"caching": torch.cuda.max_memory_allocated(run.device)} if run.device.type == "cuda" else {}   # its peak, encoders included
     if caching and c.budget is not None and not run.rank: print(f"caching: peak {format_bytes(caching['caching'])} on the GPU (budget {format_bytes(parse_size(c.budget))})")
+    if run.data.cache_dir is not None and (freed := release(run.data.text_encoder)) and not run.rank:   # every caption is cached
+        print(f"text encoders released: {format_bytes(freed)} of host memory")
     with _timed(run, "planning"):
         st = start_state(run)                                         # optimizer, EMA: fresh or resumed
         memory = plan_run_memory(run, st)                             # resident, checkpoint, offload or stream

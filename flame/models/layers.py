@@ -25,8 +25,9 @@ __all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedde
            'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
            'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint',
            'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id',
-           'text_parts', 'DiffusersVAE', 'encoder_blocks', 'weight_bytes', 'encoders_on', 'Schedule', 'LoraNaming',
-           'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
+           'text_parts', 'DiffusersVAE', 'encoder_blocks', 'weight_bytes', 'encoders_on', 'release', 'Schedule',
+           'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family',
+           'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -507,6 +508,7 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
     back to the CPU. `probe()` is a typical encoding (it measures a streamed network's plan); on the CPU streaming reads `store_dir`."""
     device, encoders = torch.device(device), [e for e in encoders if getattr(e, "networks", None)]   # (others stay as they are)
     nets = [n for e in encoders for n in e.networks]
+    if any(p.is_meta for n in nets for p in n.parameters()): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
     whole, big = _placement(nets, budget)
     try:
         for n in whole: n.to(device)
@@ -522,6 +524,14 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
         for n in nets: n.to("cpu")
         for e in encoders: e.device = torch.device("cpu")
         if device.type == "cuda": torch.cuda.empty_cache()
+
+# %% ../../nbs/30_models.ipynb #enc0b0d6
+def release(*encoders) -> int:
+    "Free the weights of `encoders` whose work is done (their networks go to the meta device); the bytes freed."
+    nets = [n for e in encoders for n in getattr(e, "networks", None) or []]
+    freed = sum(map(weight_bytes, nets))
+    for n in nets: n.to("meta")
+    return freed
 
 # %% ../../nbs/30_models.ipynb #2fa1ce4d
 OBJECTIVES = ("flow", "eps", "v")

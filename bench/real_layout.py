@@ -1,0 +1,148 @@
+"""The whole run inside the budget, on real layouts: a full-size random Flux-dev in BFL's single-file layout, and a full-size
+random T5-XXL, CLIP-L and Flux VAE in the diffusers FLUX.1-dev folder layout (real weights cannot be downloaded on the GPU
+machine: random weights, real shapes and file layouts), trained with `flame train`'s own path — `train(TrainConfig(model=
+"flux-dev", checkpoint=…, vae=…, text_encoder=…, data=…, budget=…))` — in a fresh process. Records the GPU peak of each stage
+(caching, each training step, sampling), the process's peak host RSS (os.wait4), the time to the first step by stage, s/step
+and seconds per sampled image. Prints a table last and writes JSON.
+
+    python3 bench/real_layout.py --out $OUT/real_layout.json            # GPU: ~37 GB of files written to --work (default /tmp)
+    python3 bench/real_layout.py --smoke --out /tmp/real_layout.json    # the same path, tiny sizes (CPU or GPU, a minute)
+"""
+import argparse, json, os, subprocess, sys, tempfile, time
+from pathlib import Path
+import torch
+from train import SIZES
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "nbs"))
+from fixtures import WORDS, _save_tokenizer                         # word-level tokenizers (the real ones cannot be downloaded)
+
+# diffusers' FLUX.1-dev folder: text_encoder (CLIP-L), text_encoder_2 (T5-v1.1-XXL), vae; "small": the same layout, tiny widths
+FULL = {"clip": dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12),
+        "t5": dict(vocab_size=32128, d_model=4096, d_kv=64, d_ff=10240, num_layers=24, num_heads=64, feed_forward_proj="gated-gelu"),
+        "vae": dict(block_out_channels=(128, 256, 512, 512), layers_per_block=2, norm_num_groups=32)}
+SMALL = {"clip": dict(vocab_size=64, hidden_size=768, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2),
+         "t5": dict(vocab_size=64, d_model=4096, d_kv=8, d_ff=64, num_layers=3, num_heads=2, feed_forward_proj="gated-gelu"),
+         "vae": dict(block_out_channels=(8, 8, 16, 16), layers_per_block=1, norm_num_groups=4)}
+SMOKE = dict(size="tiny", resolution=64, steps=2, budget=None, images=4, sample_steps=2)
+
+
+NORMS = ("norm.weight", "norm1.weight", "norm2.weight", "norm_out.weight")      # scales of layer/group norms: 1, as trained models' are near
+
+
+def random_hf(cls, config, folder: Path, device):
+    "A transformers/diffusers model built on meta, N(0, 0.02) weights (norm scales 1) on `device` in bf16, saved with save_pretrained."
+    with torch.device("meta"): model = cls(**config) if isinstance(config, dict) else cls(config)
+    model = model.to(torch.bfloat16).to_empty(device=device)
+    with torch.no_grad():
+        for name, t in (*model.named_parameters(), *model.named_buffers()):
+            if not t.is_floating_point(): t.copy_(torch.arange(t.shape[-1], device=device).expand_as(t))   # (position ids)
+            elif name.endswith(NORMS): t.fill_(1.0)
+            else: t.normal_(0, 0.02)
+    if hasattr(model, "tie_weights"): model.tie_weights()               # (T5: the embedding is shared; to_empty untied it)
+    model.save_pretrained(folder)
+
+
+def build(work: Path, size: str, resolution: int, images: int, device) -> dict:
+    "Write the checkpoint, the diffusers folder and a captioned image folder under `work`; their paths."
+    from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
+    from diffusers import AutoencoderKL
+    from PIL import Image
+    from flame.models.flux import FluxConfig
+    from flux import random_flux
+    dims = FULL if size == "dev" else SMALL
+    field, data, ckpt = work / "FLUX.1-dev", work / "data", work / "flux1-dev.safetensors"
+    if not ckpt.exists():
+        flux = random_flux(FluxConfig.dev(**SIZES[size]), device, torch.bfloat16)
+        flux.save_safetensors(ckpt); del flux
+    if not (field / "vae" / "config.json").exists():
+        for sub, bos, n in (("tokenizer", True, 77), ("tokenizer_2", False, 512)): _save_tokenizer(field / sub, bos, n)
+        random_hf(CLIPTextModel, CLIPTextConfig(**dims["clip"], max_position_embeddings=77, projection_dim=768, pad_token_id=0,
+                                                eos_token_id=1, bos_token_id=3), field / "text_encoder", device)
+        random_hf(T5EncoderModel, T5Config(**dims["t5"], pad_token_id=0, eos_token_id=1), field / "text_encoder_2", device)
+        random_hf(AutoencoderKL, dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=16,
+                                      scaling_factor=0.3611, shift_factor=0.1159, use_quant_conv=False, use_post_quant_conv=False,
+                                      **dims["vae"]), field / "vae", device)
+    data.mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(0)
+    for i in range(images):
+        px = (torch.rand(resolution // 16, resolution // 16, 3, generator=g) * 255).to(torch.uint8)
+        Image.fromarray(px.numpy()).resize((resolution, resolution), Image.NEAREST).save(data / f"{i:03d}.png")
+        words = [WORDS[4 + int(j)] for j in torch.randint(0, len(WORDS) - 4, (6,), generator=g)]
+        (data / f"{i:03d}.txt").write_text(" ".join(words))
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
+
+
+CHILD = """import json, sys, time, torch
+import flame.train as T
+cfg, out = json.loads(sys.argv[1]), sys.argv[2]
+net = None
+if cfg.pop("direct", False):                         # (--size tiny: not flux-dev's shape, so given as a model, not a --checkpoint)
+    from flame.models.flux import Flux
+    net = Flux.from_safetensors(cfg.pop("checkpoint"), dtype=torch.bfloat16 if cfg["device"] == "cuda" else torch.float32)
+peaks, sampled = {}, []
+inner = T.sample_images
+def sample_images(*a, **kw):                        # the GPU peak and the seconds of each sampled grid
+    cuda = torch.cuda.is_available() and str(kw.get("device", "")).startswith("cuda")
+    if cuda: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter(); imgs = inner(*a, **kw)
+    if cuda: torch.cuda.synchronize(); peaks["sampling"] = max(peaks.get("sampling", 0), torch.cuda.max_memory_allocated())
+    sampled.append((len(imgs), time.perf_counter() - t0)); return imgs
+T.sample_images = sample_images
+r = T.train(T.TrainConfig(**cfg), model=net)
+rows = T.read_metrics(r.output / "metrics.csv")
+json.dump({"policy": r.policy, "measured": r.measured, "times": r.times, "first_step": r.first_step, "seconds": r.seconds,
+           "step_peaks": [x["mem_bytes"] for x in rows], "step_seconds": [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])],
+           "sampling_peak": peaks.get("sampling"), "sampled": sampled, "losses": r.losses}, open(out, "w"))
+"""
+
+
+def run_child(cfg: dict, out: Path) -> tuple[dict, int]:
+    "`train(TrainConfig(**cfg))` in a fresh process: its JSON result and its peak RSS in bytes (os.wait4)."
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(cfg), str(out)], env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode: sys.exit(f"real_layout: the training process failed (exit {proc.returncode})")
+    return json.loads(out.read_text()), usage.ru_maxrss * 1024
+
+
+def main():
+    from flux import parse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", choices=["dev", "tiny"], default="dev", help="the transformer (tiny: bench/train.py's, Flux-dev's interface)")
+    ap.add_argument("--resolution", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--budget", default="8GB")
+    ap.add_argument("--images", type=int, default=8)
+    ap.add_argument("--sample-steps", type=int, default=4)
+    ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
+    a = parse(ap, SMOKE)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    work = Path(a.work or tempfile.mkdtemp())
+    t0 = time.perf_counter()
+    paths = build(work, a.size, a.resolution, a.images, device)
+    built = time.perf_counter() - t0
+    cfg = dict(model="flux-dev", checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
+               budget=a.budget, resolution=a.resolution, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
+               sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
+    r, rss = run_child(cfg, work / "result.json")
+    per_image = sum(s for _, s in r["sampled"]) / max(1, sum(n for n, _ in r["sampled"]))
+    res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+           "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "per_image_seconds": per_image, **r}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    gib = lambda b: "-" if b is None else f"{b / 2**30:.2f} GiB"
+    print(f"{res['device']}  {res['date']}  torch {res['torch']}  Flux-{a.size} LoRA at {a.resolution}², budget {a.budget}, policy {r['policy']}")
+    print(f"{'GPU peak: caching':32s} {gib(r['measured'].get('caching'))}")
+    print(f"{'GPU peak: training steps' if device == 'cuda' else 'RSS: training steps':32s} {gib(max(r['step_peaks']))}")
+    print(f"{'GPU peak: sampling':32s} {gib(r['sampling_peak'])}")
+    print(f"{'host RSS peak':32s} {gib(rss)}")
+    print(f"{'time to the first step':32s} {r['first_step']:.1f} s  " + ", ".join(f"{k} {v:.1f}" for k, v in r["times"].items() if k != "training"))
+    print(f"{'s/step (median after the first)':32s} " + (f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}" if r["step_seconds"] else "-"))
+    print(f"{'sampling, s per image':32s} {per_image:.2f} ({a.sample_steps} steps)")
+
+
+if __name__ == "__main__":
+    main()
