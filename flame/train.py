@@ -180,7 +180,9 @@ def _load_model(c: TrainConfig, fam: Family, vae, text, device, model) -> tuple[
             model = fam.wrap(model)
         return model, f"{type(model.net).__name__}({c.model})"
     if c.checkpoint is not None and not Path(c.checkpoint).exists(): raise ValueError(f"checkpoint: {c.checkpoint} does not exist")
-    try: model = fam.load(c.checkpoint, vae=vae, text_encoder=text, device=device, seed=c.seed)
+    if c.base_dtype == "fp8": from flame.models.fp8 import file_fp8       # a user's fp8 file: its bytes and scales as they are
+    try:
+        with file_fp8() if c.base_dtype == "fp8" else nullcontext(): model = fam.load(c.checkpoint, vae=vae, text_encoder=text, device=device, seed=c.seed)
     except (OSError, SafetensorError, json.JSONDecodeError) as err: raise ValueError(f"checkpoint: cannot read {c.checkpoint} as safetensors ({err})") from None
     return model, checkpoint_id(c.checkpoint) if c.checkpoint is not None else getattr(model, "origin", c.model)
 

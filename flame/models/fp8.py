@@ -7,16 +7,17 @@ Docs: https://flame-dev.github.io/flame/fp8.html.md"""
 # %% ../../nbs/34_fp8.ipynb #b34e0004
 from __future__ import annotations
 import fnmatch
+from contextlib import contextmanager
 from typing import Callable
 import torch
 from torch import nn, Tensor
 from fastcore.basics import patch
 from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8
-from .layers import LazyTensor, Checkpoint, PREFIX, read_safetensors, load_state, _listing
+from .layers import LazyTensor, Checkpoint, KEEP_FP8, build_loaded, read_checkpoint, _listing
 
 # %% auto #0
-__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes',
-           'read_fp8_checkpoint', 'load_fp8']
+__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes', 'file_fp8',
+           'load_fp8']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
 class FP8Linear(nn.Linear):
@@ -95,43 +96,37 @@ from .sd3 import SD3
 from .sdxl import SDXLUNet
 SD3.fp8_skip, SDXLUNet.fp8_skip = SD3_SKIP, SDXL_SKIP
 
-# %% ../../nbs/34_fp8.ipynb #b34e0019
-from .layers import split_scales    # (it lives with `read_checkpoint`, which every family's loader uses)
-
 # %% ../../nbs/34_fp8.ipynb #b34e0022
-def read_fp8_checkpoint(path, detect: Callable) -> tuple[Checkpoint, dict[str, LazyTensor]]:
-    "`read_checkpoint` for fp8 files: the checkpoint (our names; fp8 weights as stored) and {our weight key: scale (out,)}."
-    files, meta = read_safetensors(path)
-    if any(k.startswith(PREFIX) for k in files): files = {k[len(PREFIX):]: v for k, v in files.items() if k.startswith(PREFIX)}
-    files, scales = split_scales(files)
-    layout = detect(files, source=str(path))
-    ours, unused = layout.read(files)
-    ours_scales, _ = layout.read(scales)
-    return Checkpoint(ours, unused, files, meta, layout), {k: v for k, v in ours_scales.items() if k in ours and ours[k].dtype == torch.float8_e4m3fn}
-
 def _as(lt: LazyTensor, dtype, scale: LazyTensor | None = None) -> LazyTensor:
     "`lt` read in `dtype` (dequantized by `scale` if it is fp8)."
     if dtype is None or lt.dtype == dtype: return lt
     if scale is not None: return LazyTensor(lt.shape, dtype, lambda: dequantize_fp8(lt.load(), scale.load(), dtype))
     return LazyTensor(lt.shape, dtype, lambda: lt.load().to(dtype))
 
-# %% ../../nbs/34_fp8.ipynb #b34e0023
-def load_fp8(path, cls, detect: Callable, config_from_shapes: Callable, *, dtype=torch.bfloat16, device="cpu") -> nn.Module:
-    "`cls(config)` from an fp8 (plain or scaled) or a bf16 checkpoint: fp8 Linear weights as `FP8Linear`s, the rest in `dtype`."
-    ck, scales = read_fp8_checkpoint(path, detect)
-    config = config_from_shapes({k: v.shape for k, v in ck.ours.items()})
-    with torch.device("meta"): model = cls(config)
-    fp8 = {n for n, m in model.named_modules() if type(m) is nn.Linear and f"{n}.weight" in scales}
+def _fp8_tensors(model: nn.Module, ck: Checkpoint, dtype) -> tuple[dict, set]:
+    "Swap `model`'s (meta) Linears whose weights `ck` holds in fp8 for `FP8Linear`s; the tensors to load and the keys available."
+    dtype = dtype or torch.float32
+    fp8 = {n for n, m in model.named_modules() if type(m) is nn.Linear and f"{n}.weight" in ck.scales}
     for name in fp8:
         parent, _, leaf = name.rpartition(".")
         old = model.get_submodule(name)
         setattr(model.get_submodule(parent), leaf, FP8Linear(old.in_features, old.out_features, old.bias is not None, device="meta", dtype=dtype))
     tensors = {}
     for k, lt in ck.ours.items():
-        if k.endswith(".weight") and k[: -len(".weight")] in fp8:
-            tensors[k], tensors[k[: -len(".weight")] + ".weight_scale"] = lt, scales[k]
-        else: tensors[k] = _as(lt, dtype if lt.dtype.is_floating_point else None, scales.get(k))
-    available = set(ck.files) | {f"{n}.weight_scale" for n in fp8}
-    model = load_state(model, tensors, layout=ck.layout, unexpected=ck.unused, available=available, device=device, source=str(path))
-    model.loaded_layout = ck.layout.name
-    return model
+        if k.endswith(".weight") and k[: -len(".weight")] in fp8: tensors[k], tensors[k[: -len(".weight")] + ".weight_scale"] = lt, ck.scales[k]
+        else: tensors[k] = _as(lt, dtype if lt.dtype.is_floating_point else None, ck.scales.get(k))
+    return tensors, set(ck.files) | {f"{n}.weight_scale" for n in fp8}
+
+@contextmanager
+def file_fp8():
+    "Inside: every family's `from_safetensors` keeps the Linear weights a file stores in fp8 as the file has them (`FP8Linear`)."
+    token = KEEP_FP8.set(_fp8_tensors)
+    try: yield
+    finally: KEEP_FP8.reset(token)
+
+# %% ../../nbs/34_fp8.ipynb #b34e0023
+def load_fp8(path, cls, detect: Callable, config_from_shapes: Callable, *, dtype=torch.bfloat16, device="cpu") -> nn.Module:
+    "`cls(config)` from an fp8 (plain or scaled) or a bf16 checkpoint: fp8 Linear weights as `FP8Linear`s, the rest in `dtype`."
+    with file_fp8():
+        ck = read_checkpoint(path, detect)
+        return build_loaded(cls, config_from_shapes({k: v.shape for k, v in ck.ours.items()}), ck, dtype=dtype, device=device, source=str(path))

@@ -10,6 +10,7 @@ import json, math, re, struct
 from pathlib import Path
 import hashlib, importlib
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, NamedTuple, Protocol, runtime_checkable
 from fastcore.basics import patch
@@ -21,13 +22,13 @@ from ..io import atomic_file, format_bytes, ST_DTYPE, ST_CODE
 from ..streaming import stream, unstream
 
 # %% auto #0
-__all__ = ['PREFIX', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm',
-           'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors',
-           'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint',
-           'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id',
-           'text_parts', 'DiffusersVAE', 'encoder_blocks', 'weight_bytes', 'encoders_on', 'release', 'Schedule',
-           'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family',
-           'family']
+__all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation',
+           'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
+           'read_safetensors', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state',
+           'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
+           'guess_checkpoint', 'checkpoint_id', 'text_parts', 'DiffusersVAE', 'encoder_blocks', 'weight_bytes',
+           'encoders_on', 'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
+           'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -351,12 +352,16 @@ def _dequantized(w: LazyTensor, scale: LazyTensor) -> LazyTensor:
     return LazyTensor(w.shape, torch.float32, lambda: w.load().float() * scale.load()[:, None])
 
 class Checkpoint(NamedTuple):
-    "A checkpoint read lazily: tensors under our names, their keys no rule knows, the file's keys, metadata, layout."
+    "A checkpoint read lazily: tensors under our names, their keys no rule knows, the file's keys, metadata, layout (and fp8 scales kept)."
     ours: dict
     unused: list
     files: dict
     meta: dict
     layout: Layout
+    scales: dict = {}                    # {our fp8 weight key: its scale (out,)}: only while `KEEP_FP8` is set
+
+# `flame.models.fp8.file_fp8()` sets this to its builder: fp8 weights then stay fp8 (FP8Linear), read and built as the file has them
+KEEP_FP8: ContextVar[Callable | None] = ContextVar("flame_keep_fp8", default=None)
 
 def read_checkpoint(path, detect: Callable, config_keys=()) -> Checkpoint:
     "Index `path`, drop the `PREFIX` if present, detect the layout with `detect(keys, source=)`, map to our names."
@@ -365,17 +370,21 @@ def read_checkpoint(path, detect: Callable, config_keys=()) -> Checkpoint:
     files, scales = split_scales(files)                                   # (fp8 files: their weights come back times their scales)
     layout = detect(files, source=str(path))
     ours, unused = layout.read(files)
+    fp8 = {}
     if scales:
         ours_scales, _ = layout.read(scales)
-        ours = {k: _dequantized(v, ours_scales[k]) if v.dtype == torch.float8_e4m3fn and k in ours_scales else v for k, v in ours.items()}
+        fp8 = {k: ours_scales[k] for k, v in ours.items() if v.dtype == torch.float8_e4m3fn and k in ours_scales}
+        if KEEP_FP8.get() is None: ours, fp8 = {k: _dequantized(v, fp8[k]) if k in fp8 else v for k, v in ours.items()}, {}
     if missing := [n for k in config_keys if k not in ours for n in layout.names(k)]:
         raise ValueError(f"{path}: {layout.name} layout detected, but keys needed to infer the config are missing: {_listing(missing)}")
-    return Checkpoint(ours, unused, files, meta, layout)
+    return Checkpoint(ours, unused, files, meta, layout, fp8)
 
 def build_loaded(cls, config, ck: Checkpoint, *, dtype=None, device="cpu", source="checkpoint") -> nn.Module:
     "`cls(config)` built on the meta device and given `ck`'s tensors; it remembers the layout (a full fine-tune saves in it)."
     with torch.device("meta"): model = cls(config)
-    model = load_state(model, ck.ours, layout=ck.layout, unexpected=ck.unused, available=ck.files, dtype=dtype, device=device, source=source)
+    tensors, available = ck.ours, ck.files
+    if ck.scales: tensors, available, dtype = *KEEP_FP8.get()(model, ck, dtype), None     # FP8Linears for the file's fp8 weights (34_fp8)
+    model = load_state(model, tensors, layout=ck.layout, unexpected=ck.unused, available=available, dtype=dtype, device=device, source=source)
     model.loaded_layout = ck.layout.name
     return model
 
