@@ -14,6 +14,7 @@ from torch import nn
 from flame.autograd import checkpoint, offload_activations
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nbs"))   # the notebooks' toy models (not in the package)
 from toys import DemoBlock, POLICIES, policy_step
+from flux import parse
 from flame.io import atomic_write
 
 SMOKE = dict(blocks=2, width=256, heads=4, tokens=256, warmup=1, reps=2)   # --smoke: the same run at the smallest sizes
@@ -24,14 +25,7 @@ def main():
     ap.add_argument("--width", type=int, default=3072)
     ap.add_argument("--heads", type=int, default=24)
     ap.add_argument("--tokens", type=int, default=4608)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--out", help="the JSON file (default bench/results/autograd.json; required with --smoke)")
-    ap.add_argument("--smoke", action="store_true", help=f"the same run at tiny sizes ({SMOKE}); explicit flags still win")
-    a = ap.parse_args()
-    if a.smoke:
-        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
-        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE, default_out="bench/results/autograd.json", warmup=3, reps=10)
     if not torch.cuda.is_available(): ap.exit(2, "bench/autograd.py needs a CUDA GPU\n")
     dev, dt = torch.device("cuda"), torch.bfloat16
     torch.manual_seed(0)
@@ -76,6 +70,6 @@ def main():
     for r in rows: print(f"{r['policy']:<13}{r['ms']:>9.1f}{r['ms'] / ck:>8.3f}x{r['peak_gib']:>10.2f}{r['host_gib']:>10.2f}")
     print(f"losses equal across policies: {len(set(losses.values())) == 1}; offload/checkpoint = {rows[2]['ms'] / ck:.3f} "
           f"(target <= 1.10), save_on_cpu/checkpoint = {rows[3]['ms'] / ck:.3f}")
-    atomic_write(a.out or "bench/results/autograd.json", json.dumps(res, indent=1))
+    atomic_write(a.out, json.dumps(res, indent=1))
 
 if __name__ == "__main__": main()

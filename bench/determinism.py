@@ -1,5 +1,6 @@
 """Do two processes train the same run to the same bits? The tiny demo Flux trained for a few steps in fresh processes, in pairs:
-with a fresh Triton cache each and with one cache shared (the second process finds the first one's tuning on disk), with
+with a fresh Triton cache each, with one cache shared (the second process finds the first one's tuning on disk), both reading
+a cache already filled (what 72_cli's GPU resume test relies on being exact), with
 attention on PyTorch's SDPA instead of FLAME's autotuned kernel, and with PyTorch's references for every kernel. Each pair's
 first step whose loss differs, and the largest relative difference, tell which part makes a run not repeat itself bit for
 bit (on an H100, 2026-11-23: the shared-cache pair differed from step 7 on; the references-only pair did not differ).
@@ -25,7 +26,9 @@ if mode == "reference":
     with backend("reference"): sys.exit(main(sys.argv[2:]))
 sys.exit(main(sys.argv[2:]))
 """
+# (the third pair reads the cache the second pair's first process filled: both its processes find their tuning on disk)
 PAIRS = [("fresh caches", ("triton", "A"), ("triton", "B")), ("one cache, shared", ("triton", "C"), ("triton", "C")),
+         ("both read a filled cache", ("triton", "C"), ("triton", "C")),
          ("attention on SDPA, shared cache", ("sdpa", "D"), ("sdpa", "D")), ("references only", ("reference", "E"), ("reference", "F"))]
 
 

@@ -69,11 +69,11 @@ def measure(fn, device, warmup: int, reps: int) -> dict:
     return {"ms": statistics.median(times), "peak_GB": torch.cuda.max_memory_allocated() / 1e9 if cuda else None}
 
 
-def parse(ap: argparse.ArgumentParser, smoke: dict, default_out: str | None = None) -> argparse.Namespace:
+def parse(ap: argparse.ArgumentParser, smoke: dict, default_out: str | None = None, warmup: int = 2, reps: int = 5) -> argparse.Namespace:
     """Add --warmup, --reps, --out and --smoke to `ap` and parse; --smoke's values are defaults that explicit flags still override.
     With `default_out` (a file in bench/results/), --out may be left out, but not with --smoke: smoke results never go there."""
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=warmup)
+    ap.add_argument("--reps", type=int, default=reps)
     ap.add_argument("--out", required=default_out is None,
                     help=None if default_out is None else f"the JSON file (default {default_out}; required with --smoke)")
     ap.add_argument("--smoke", action="store_true", help=f"the same run, small ({smoke}); explicit flags still win")

@@ -90,11 +90,16 @@ def sample_images(*a, **kw):                        # the GPU peak and the secon
     if cuda: torch.cuda.synchronize(); peaks["sampling"] = max(peaks.get("sampling", 0), torch.cuda.max_memory_allocated())
     sampled.append((len(imgs), time.perf_counter() - t0)); return imgs
 T.sample_images = sample_images
+plans, planner = [], T.plan_run_memory
+def plan_run_memory(*a, **kw): plans.append(planner(*a, **kw)); return plans[-1]     # the streamed plan: its forward
+T.plan_run_memory = plan_run_memory
 r = T.train(T.TrainConfig(**cfg), model=net)
 rows = T.read_metrics(r.output / "metrics.csv")
 json.dump({"policy": r.policy, "measured": r.measured, "times": r.times, "first_step": r.first_step, "seconds": r.seconds,
            "step_peaks": [x["mem_bytes"] for x in rows], "step_seconds": [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])],
-           "sampling_peak": peaks.get("sampling"), "sampled": sampled, "losses": r.losses}, open(out, "w"))
+           "sampling_peak": peaks.get("sampling"), "sampled": sampled, "losses": r.losses,
+           "plan": repr(plans[0]) if plans else None,
+           "streamed_forward_s": plans[0].stream.predicted_forward if plans and plans[0].stream is not None else None}, open(out, "w"))
 """
 
 
@@ -141,7 +146,9 @@ def main():
     print(f"{'host RSS peak':32s} {gib(rss)}")
     print(f"{'time to the first step':32s} {r['first_step']:.1f} s  " + ", ".join(f"{k} {v:.1f}" for k, v in r["times"].items() if k != "training"))
     print(f"{'s/step (median after the first)':32s} " + (f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}" if r["step_seconds"] else "-"))
-    print(f"{'sampling, s per image':32s} {per_image:.2f} ({a.sample_steps} steps)")
+    fwd = r["streamed_forward_s"]
+    print(f"{'sampling, s per image':32s} {per_image:.2f} ({a.sample_steps} steps" +
+          (f"; {per_image / (a.sample_steps * fwd):.2f}x the planner's streamed forward, {fwd * 1e3:.0f} ms)" if fwd else ")"))
 
 
 if __name__ == "__main__":

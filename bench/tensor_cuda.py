@@ -50,15 +50,9 @@ def main(out, cases=len(OVERHEAD), warmup=3, reps=9):
         print(f"{r['name']:<36} plain {r['plain_s'] * 1e3:8.2f} ms  recorded {r['recorded_s'] * 1e3:8.2f} ms  ratio {r['ratio']:.2f}x  {r['events']} events")
 
 if __name__ == "__main__":
+    from flux import parse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", help="the JSON file (default bench/results/tensor_cuda.json; required with --smoke)")
     ap.add_argument("--cases", type=int, default=len(OVERHEAD), help="how many of the overhead MLPs, smallest first")
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument("--smoke", action="store_true", help=f"the same run at small sizes ({SMOKE}); explicit flags still win")
-    a = ap.parse_args()
-    if a.smoke:
-        if not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
-        ap.set_defaults(**SMOKE); a = ap.parse_args()
+    a = parse(ap, SMOKE, default_out="bench/results/tensor_cuda.json", warmup=3, reps=9)
     if not torch.cuda.is_available(): ap.exit(2, "bench/tensor_cuda.py needs a CUDA GPU\n")
-    main(a.out or "bench/results/tensor_cuda.json", a.cases, a.warmup, a.reps)
+    main(a.out, a.cases, a.warmup, a.reps)

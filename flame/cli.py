@@ -140,14 +140,21 @@ def parser() -> argparse.ArgumentParser:
     "The `flame` argument parser (sub-command `train`). Options not given are absent from the namespace (TrainConfig's defaults apply)."
     top = argparse.ArgumentParser(prog="flame", description="FLAME: train LoRAs and fine-tunes of large diffusion models on small GPUs.")
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser("train", help="train a LoRA (or a small model) with flow matching", epilog=_EPILOG,
+    p = sub.add_parser("train", help="train a LoRA or a full fine-tune (Flux, SD3.5, SDXL, the tiny demo)", epilog=_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter, argument_default=argparse.SUPPRESS,
-                       description="Train a LoRA on Flux, or fully fine-tune a small model. With no arguments: the embedded demo "
-                                   "(procedural shapes, a tiny Flux built once, writes runs/demo/).")
+                       description="Train a LoRA on Flux, SD3.5 or SDXL, or fully fine-tune SDXL or the tiny demo model. With no "
+                                   "arguments: the embedded demo (procedural shapes, a tiny Flux built once, writes runs/demo/).")
     D = {k: v for k, v in _DEFAULTS.items()}
     p.add_argument("--config", metavar="TOML", help="read options from a TOML file: a flat table whose keys are these options' names with "
                                                     "_ for - (steps = 1500, sample_prompts = [\"a\", \"b\"]); flags given here override it")
     for add in (_model_and_data, _training, _memory_samples_output): add(p, D)
+    q = sub.add_parser("quantize", help="write a base model's fp8 copy, to train on with --base-dtype fp8",
+                       description="Read a base model, put its Linear weights in fp8 as --base-dtype fp8 does, and write the result "
+                                   "(the authors' layout) for later runs to read: half the bytes, nothing to quantize again.")
+    q.add_argument("--model", choices=_families(), required=True, help="model family")
+    q.add_argument("--checkpoint", required=True, metavar="PATH", help="the base model's .safetensors")
+    q.add_argument("--output", required=True, metavar="FILE", help="the fp8 .safetensors to write")
+    q.add_argument("--overwrite", action="store_true", help="replace --output if it exists (default: refuse)")
     return top
 
 # %% ../nbs/72_cli.ipynb #a8cf503b
@@ -200,6 +207,23 @@ def _options(args: argparse.Namespace) -> dict:
     _check_output(kw["output"])
     return _resumed(kw) if kw.get("resume") else kw
 
+def _quantize(args) -> int:
+    "`flame quantize`: `flame.models.fp8.write_fp8_copy`, with one line and status 2 for bad input."
+    try:
+        out = Path(args.output)
+        if out.exists() and not args.overwrite: raise ValueError(f"--output {out} exists (add --overwrite to replace it)")
+        if not Path(args.checkpoint).is_file(): raise ValueError(f"--checkpoint {args.checkpoint} is not a file")
+        from flame.models.fp8 import write_fp8_copy
+        from flame.io import format_bytes
+        r = write_fp8_copy(args.model, args.checkpoint, out)
+    except ValueError as err:
+        print(f"flame quantize: error: {err}", file=sys.stderr); return 2
+    except OSError as err:
+        print(f"flame quantize: error: {_os_error(err)}", file=sys.stderr); return 2
+    print(f"wrote {out}: {r['layers']} Linear layers in fp8, {format_bytes(r['before'])} -> {format_bytes(r['after'])}; "
+          f"train on it with --checkpoint {out} --base-dtype fp8")
+    return 0
+
 def _os_error(err: OSError) -> str:
     "One line for a file-system error."
     what = err.strerror or str(err)
@@ -211,6 +235,7 @@ def main(argv=None) -> int:
     args = top.parse_args(argv)
     if args.command is None:
         top.print_help(); return 0
+    if args.command == "quantize": return _quantize(args)
     try:
         kw = _options(args)
         from flame.train import TrainConfig, train             # torch, Triton: only now that the arguments are known to be good

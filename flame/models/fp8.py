@@ -17,7 +17,7 @@ from .layers import LazyTensor, Checkpoint, KEEP_FP8, build_loaded, read_checkpo
 
 # %% auto #0
 __all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes', 'file_fp8',
-           'load_fp8']
+           'load_fp8', 'write_fp8_copy']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
 class FP8Linear(nn.Linear):
@@ -130,3 +130,15 @@ def load_fp8(path, cls, detect: Callable, config_from_shapes: Callable, *, dtype
     with file_fp8():
         ck = read_checkpoint(path, detect)
         return build_loaded(cls, config_from_shapes({k: v.shape for k, v in ck.ours.items()}), ck, dtype=dtype, device=device, source=str(path))
+
+# %% ../../nbs/34_fp8.ipynb #4d30c0da
+def write_fp8_copy(model: str, checkpoint, output) -> dict:
+    """The base of the family `model` read from `checkpoint`, its Linear weights in fp8 as `--base-dtype fp8` makes them (the
+    network's `fp8_skip` kept), written to `output` (atomically) in the authors' layout; {'layers', 'before', 'after'} (bytes)."""
+    from flame.models.layers import family
+    with file_fp8(): m = family(model).load(checkpoint, vae=None, text_encoder=None, device="cpu", seed=0)
+    if (skip := getattr(m.net, "fp8_skip", None)) is None: raise ValueError(f"model: {type(m.net).__name__} names no fp8_skip, so no fp8 copy is offered")
+    before = host_bytes(m.net)
+    to_fp8(m.net, skip=skip)
+    m.net.save_safetensors(output)
+    return {"layers": len(fp8_layers(m.net)), "before": before, "after": host_bytes(m.net)}
