@@ -118,14 +118,49 @@ def ldm_vae_name(k: str, levels: int) -> str:
     return re.sub(r"\.to_(q|k|v)\.", r".\1.", k).replace("to_out.0", "proj_out")
 
 
+def ldm_vae_tensors(vae, prefix: str = "first_stage_model.") -> dict:
+    "A diffusers AutoencoderKL's tensors in LDM names under `prefix`, as single files store them (attention projections as 1×1 convs)."
+    out = {}
+    for k, v in vae.state_dict().items():
+        name = ldm_vae_name(k, len(vae.config.up_block_types))
+        out[prefix + name] = v[:, :, None, None] if ".attn_1." in name and v.ndim == 2 else v
+    return out
+
+
+def sd3_standard_encoders(seed: int = 0):
+    """Tiny VAE, CLIP-L, bigG and T5 that follow the constants an SD3 single file does not store: 64-wide CLIP heads, quick-GELU /
+    GELU, 32 GroupNorm groups, no quant convs, gated-GELU T5; over the word tokenizer's vocabulary. (vae, clip_l, clip_g, t5)"""
+    import torch
+    from diffusers import AutoencoderKL
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
+    torch.manual_seed(seed)
+    vae = AutoencoderKL(down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(32, 64),
+                        layers_per_block=1, latent_channels=16, norm_num_groups=32, use_quant_conv=False, use_post_quant_conv=False,
+                        scaling_factor=1.5305, shift_factor=0.0609)
+    ids = dict(bos_token_id=0, eos_token_id=2, pad_token_id=1, max_position_embeddings=77, vocab_size=len(WORDS), num_hidden_layers=2)
+    clip_l = CLIPTextModelWithProjection(CLIPTextConfig(hidden_size=64, intermediate_size=96, num_attention_heads=1, projection_dim=64, hidden_act="quick_gelu", **ids))
+    clip_g = CLIPTextModelWithProjection(CLIPTextConfig(hidden_size=128, intermediate_size=160, num_attention_heads=2, projection_dim=128, hidden_act="gelu", **ids))
+    t5 = T5EncoderModel(T5Config(vocab_size=len(WORDS), d_model=192, d_kv=16, num_heads=4, d_ff=64, num_layers=2, feed_forward_proj="gated-gelu",
+                                 pad_token_id=0, eos_token_id=1))
+    return vae.eval(), clip_l.eval(), clip_g.eval(), t5.eval()
+
+
+def stability_sd3_single_file(mmdit_sd: dict, vae, clip_l, clip_g, t5) -> dict:
+    """A Stability SD3 single file's tensors (the `…_incl_clips_t5xxl…` layout): the MMDiT under `model.diffusion_model.`, the VAE in
+    LDM names under `first_stage_model.`, both CLIPs and T5 in transformers' names under `text_encoders.{clip_l,clip_g,t5xxl}.transformer.`."""
+    out = {"model.diffusion_model." + k: v for k, v in mmdit_sd.items()} | ldm_vae_tensors(vae)
+    for name, clip in (("clip_l", clip_l), ("clip_g", clip_g)):
+        out |= {f"text_encoders.{name}.transformer." + (k if k.startswith(("text_model.", "text_projection.")) else "text_model." + k): v
+                for k, v in clip.state_dict().items()}
+    out |= {"text_encoders.t5xxl.transformer." + k: v for k, v in t5.state_dict().items() if k != "shared.weight"}   # (the files keep only encoder.*)
+    return {k: v.contiguous() for k, v in out.items()}
+
+
 def sgm_single_file(unet_sd: dict, vae, clip_l, big_g) -> dict:
     """An sgm-style SDXL single file's tensors (as `sd_xl_base_1.0.safetensors` lays them out) from a UNet state dict in sgm
     names and diffusers' AutoencoderKL, CLIPTextModel and CLIPTextModelWithProjection: the inverse of diffusers' converters."""
     import torch
-    out = {"model.diffusion_model." + k: v for k, v in unet_sd.items()}
-    for k, v in vae.state_dict().items():
-        name = ldm_vae_name(k, len(vae.config.up_block_types))
-        out["first_stage_model." + name] = v[:, :, None, None] if ".attn_1." in name and v.ndim == 2 else v   # 1×1 convs in LDM
+    out = {"model.diffusion_model." + k: v for k, v in unet_sd.items()} | ldm_vae_tensors(vae)
     out |= {"conditioner.embedders.0.transformer." + (k if k.startswith("text_model.") else "text_model." + k): v   # as the files have it
             for k, v in clip_l.state_dict().items()}                                       # (transformers 5 dropped `text_model.`)
     out["conditioner.embedders.0.transformer.text_model.embeddings.position_ids"] = torch.arange(clip_l.config.max_position_embeddings)[None]
@@ -158,10 +193,10 @@ def sdxl_standard_encoders(seed: int = 0):
 
 
 def fake_hub_tokenizers(cache, field, repos):
-    "A Hugging Face cache at `cache` holding `field`'s tokenizer/ and tokenizer_2/ as the repos `repos` (offline tests of Hub lookups)."
+    "A Hugging Face cache at `cache` holding `field`'s tokenizer/, tokenizer_2/ (tokenizer_3/) as the repos `repos` (offline tests of Hub lookups)."
     import shutil
     from pathlib import Path
-    for repo, sub in zip(repos, ("tokenizer", "tokenizer_2")):
+    for repo, sub in zip(repos, ("tokenizer", "tokenizer_2", "tokenizer_3")):
         top = Path(cache) / f"models--{repo.replace('/', '--')}"
         shutil.copytree(Path(field) / sub, top / "snapshots" / ("0" * 40))
         (top / "snapshots" / ("0" * 40) / "config.json").write_text('{"model_type": "clip"}')   # the real repos hold their model's config

@@ -26,9 +26,10 @@ __all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding',
            'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
            'read_safetensors', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state',
            'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
-           'guess_checkpoint', 'checkpoint_id', 'text_parts', 'DiffusersVAE', 'encoder_blocks', 'weight_bytes',
-           'encoders_on', 'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
-           'FinalLayer', 'check_shape', 'Family', 'family']
+           'guess_checkpoint', 'checkpoint_id', 'text_parts', 'DiffusersVAE', 'ldm_vae_config', 'clip_state',
+           'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'encoders_on',
+           'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
+           'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -491,6 +492,54 @@ class DiffusersVAE:
     @property
     def networks(self): return [self.vae]                           # what `encoders_on` places (below)
     def __repr__(self): return f"DiffusersVAE({self.name}, factor={self.factor}, channels={self.channels})"
+
+# %% ../../nbs/30_models.ipynb #sfile002
+def _count(keys, prefix: str) -> int: return len({k[len(prefix):].split(".")[0] for k in keys if k.startswith(prefix)})
+
+def ldm_vae_config(shapes: dict, prefix: str, **factors) -> dict:
+    "AutoencoderKL kwargs the LDM-layout VAE under `prefix` implies (levels, widths, blocks, latent channels; 32 groups), with `factors`."
+    V = prefix + "encoder."
+    levels = _count(shapes, V + "down.")
+    return dict(in_channels=shapes[V + "conv_in.weight"][1], out_channels=shapes[prefix + "decoder.conv_out.weight"][0],
+                down_block_types=("DownEncoderBlock2D",) * levels, up_block_types=("UpDecoderBlock2D",) * levels,
+                block_out_channels=tuple(shapes[f"{V}down.{i}.block.0.conv1.weight"][0] for i in range(levels)),
+                layers_per_block=_count(shapes, V + "down.0.block."), latent_channels=shapes[V + "conv_out.weight"][0] // 2,
+                norm_num_groups=32, sample_size=1024, **factors)
+
+def clip_state(sd: dict, model: nn.Module) -> dict:
+    "A CLIP state dict as the files keep it (transformers 4: `text_model.` prefix, `position_ids`) in `model`'s own names."
+    nested = any(k.startswith("text_model.") for k in model.state_dict())   # transformers 5's CLIPTextModel has neither
+    return {(k if nested or not k.startswith("text_model.") else k[len("text_model."):]): v for k, v in sd.items() if not k.endswith("position_ids")}
+
+def single_file_tensors(path, prefix: str, part: str) -> dict:
+    "The tensors of a single file under `prefix` (the prefix kept), loaded; one line if it holds none."
+    files, _ = read_safetensors(path)
+    if not (ck := {k: v.load() for k, v in files.items() if k.startswith(prefix)}):
+        raise ValueError(f"{path}: holds no {part} weights (no keys under {prefix!r}); it looks like {guess_checkpoint(files)}")
+    return ck
+
+def load_part(model: nn.Module, sd: dict, path, part: str) -> nn.Module:
+    "`model` given the state dict `sd` of a single file's `part`: every tensor, and no other, or one line naming the difference."
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path}: its {part} weights do not fit the config: {len(missing)} missing ({_listing(missing, 4)}), "
+                         f"{len(unexpected)} unexpected ({_listing(unexpected, 4)})")
+    return model
+
+def hub_tokenizers(repos, family: str, cache_dir=None, download: bool = True, pad_with_0=()) -> list:
+    """The tokenizers of `repos` from the Hugging Face cache (fetched once if `download`): what a `family` single file lacks.
+    Those at positions `pad_with_0` pad with token 0, as SDXL's and SD3's bigG tokenizer does."""
+    from transformers import AutoTokenizer
+    toks = []
+    for repo in repos:
+        for local in ((True, False) if download else (True,)):
+            try:
+                with _quiet(): toks.append(AutoTokenizer.from_pretrained(repo, cache_dir=cache_dir, local_files_only=local)); break
+            except OSError: continue
+        else: raise ValueError(f"text_encoder: an {family} single file holds no tokenizers, and {repo}'s is not in the Hugging Face cache "
+                               f"({'no connection?' if download else 'not downloading'}): pass --text-encoder (a diffusers {family} folder), or run once online")
+    for i in pad_with_0: toks[i].pad_token = toks[i].convert_ids_to_tokens(0)
+    return toks
 
 # %% ../../nbs/30_models.ipynb #enc0b0d1
 def encoder_blocks(net: nn.Module) -> list[nn.Module]:

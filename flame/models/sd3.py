@@ -17,13 +17,16 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
-                                 split_heads, timestep_embedding, write_safetensors, text_parts, _fingerprint)
+                                 split_heads, timestep_embedding, write_safetensors, text_parts, _fingerprint, _count, clip_state,
+                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors)
+from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
 # %% auto #0
-__all__ = ['STABILITY', 'DIFFUSERS', 'SD3_TARGETS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm', 'SelfAttention', 'Mlp',
-           'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'SD3', 'diffusers_layout', 'config_from_shapes',
-           'detect_layout', 'SD3Denoiser', 'SD3TextEncoder', 'sd3_family']
+__all__ = ['STABILITY', 'DIFFUSERS', 'SD3_TARGETS', 'SD3_TOKENIZERS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm',
+           'SelfAttention', 'Mlp', 'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'SD3', 'diffusers_layout',
+           'config_from_shapes', 'detect_layout', 'SD3Denoiser', 'SD3TextEncoder', 'sd3_single_file_config',
+           'sd3_single_file_part', 'hub_tokenizers', 'sd3_family']
 
 # %% ../../nbs/32_sd3.ipynb #e2013b7b
 @dataclass(frozen=True)
@@ -321,17 +324,20 @@ class SD3TextEncoder:
     "SD3's text conditioning from a local diffusers SD3 folder: [CLIP-L ‖ bigG penultimate states, zero-padded; T5 tokens] and the two CLIPs' projected pooled vectors."
     def __init__(self, path, max_length: int = 256, device="cpu", dtype: torch.dtype = torch.float32):
         from transformers import CLIPTextModelWithProjection, T5EncoderModel
+        if Path(path).is_file(): return self._from_single_file(Path(path), max_length, device, dtype)
         clip = CLIPTextModelWithProjection.from_pretrained
         got, parts = text_parts(path, _SD3_TEXT_PARTS, "SD3", {"text_encoder": clip, "text_encoder_2": clip, "text_encoder_3": T5EncoderModel.from_pretrained},
                                 device=device, dtype=dtype, what="CLIP-L/bigG/T5")
-        self.tokenizers = [got[k] for k in ("tokenizer", "tokenizer_2", "tokenizer_3")]
-        self.clips, self.t5 = [got["text_encoder"], got["text_encoder_2"]], got["text_encoder_3"]
-        self.max_length, self.device = max_length, torch.device(device)
+        self._take([got[k] for k in ("tokenizer", "tokenizer_2", "tokenizer_3")], [got[k] for k in ("text_encoder", "text_encoder_2", "text_encoder_3")],
+                   max_length, device, f"sd3-text:{max_length}:{_fingerprint(*parts.values())}")
+    def _take(self, tokenizers, nets, max_length, device, name):
+        "Keep the tokenizers, the two CLIPs and T5; check that the CLIPs' joined width fits T5's."
+        self.tokenizers, (*self.clips, self.t5) = tokenizers, nets
+        self.max_length, self.device, self.name = max_length, torch.device(device), name
         self.dim = self.t5.config.d_model
         widths = [c.config.hidden_size for c in self.clips]
         if sum(widths) > self.dim: raise ValueError(f"text_encoder: the CLIP widths {widths} add up to more than T5's {self.dim}")
         self.pooled_dim = sum(c.config.projection_dim for c in self.clips)
-        self.name = f"sd3-text:{max_length}:{_fingerprint(*parts.values())}"
     @property
     def networks(self): return [*self.clips, self.t5]               # what `encoders_on` places (30_models)
     def _ids(self, tokenizer, captions, n):
@@ -348,6 +354,57 @@ class SD3TextEncoder:
         return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
     def __repr__(self): return f"SD3TextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
+# %% ../../nbs/32_sd3.ipynb #sd3sf002
+_SD3_SINGLE = {"vae": "first_stage_model.", "text_encoder": "text_encoders.clip_l.transformer.", "text_encoder_2": "text_encoders.clip_g.transformer.",
+               "text_encoder_3": "text_encoders.t5xxl.transformer."}
+SD3_TOKENIZERS = ("openai/clip-vit-large-patch14", "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k", "google/t5-v1_1-xxl")
+
+def sd3_single_file_config(path, part: str):
+    "The config of `part` ('vae': AutoencoderKL kwargs; CLIPTextConfig; T5Config) a Stability SD3 single file (or {key: shape}) implies."
+    from transformers import CLIPTextConfig, T5Config
+    shapes, P = dict(path) if isinstance(path, dict) else {k: tuple(v.shape) for k, v in read_safetensors(path)[0].items()}, _SD3_SINGLE[part]
+    if not any(k.startswith(P) for k in shapes): raise ValueError(f"{path}: holds no {part} weights (no keys under {P!r}): pass --{'vae' if part == 'vae' else 'text-encoder'}")
+    if part == "vae": return ldm_vae_config(shapes, P, scaling_factor=1.5305, shift_factor=0.0609, use_quant_conv=P + "quant_conv.weight" in shapes,
+                                           use_post_quant_conv=P + "post_quant_conv.weight" in shapes)
+    if part != "text_encoder_3":
+        (vocab, width), L = shapes[P + "text_model.embeddings.token_embedding.weight"], P + "text_model.encoder.layers."
+        return CLIPTextConfig(vocab_size=vocab, hidden_size=width, num_attention_heads=width // 64, num_hidden_layers=_count(shapes, L),
+                              intermediate_size=shapes[L + "0.mlp.fc1.weight"][0], max_position_embeddings=shapes[P + "text_model.embeddings.position_embedding.weight"][0],
+                              projection_dim=shapes[P + "text_projection.weight"][0], hidden_act="quick_gelu" if part == "text_encoder" else "gelu",
+                              bos_token_id=0, eos_token_id=2, pad_token_id=1)
+    B, (vocab, d_model) = P + "encoder.block.", shapes[P + "encoder.embed_tokens.weight"]
+    buckets, heads = shapes[B + "0.layer.0.SelfAttention.relative_attention_bias.weight"]
+    gated = B + "0.layer.1.DenseReluDense.wi_0.weight" in shapes
+    return T5Config(vocab_size=vocab, d_model=d_model, num_heads=heads, d_kv=shapes[B + "0.layer.0.SelfAttention.q.weight"][0] // heads,
+                    d_ff=shapes[B + f"0.layer.1.DenseReluDense.{'wi_0' if gated else 'wi'}.weight"][0], num_layers=_count(shapes, B),
+                    relative_attention_num_buckets=buckets, feed_forward_proj="gated-gelu" if gated else "relu", pad_token_id=0, eos_token_id=1)
+
+# %% ../../nbs/32_sd3.ipynb #sd3sf003
+def sd3_single_file_part(path, part: str) -> nn.Module:
+    "`part` of a Stability SD3 single file, built from its inferred config: the VAE (diffusers' LDM converter) or a text encoder."
+    from diffusers import AutoencoderKL
+    from diffusers.loaders.single_file_utils import convert_ldm_vae_checkpoint
+    from transformers import CLIPTextModelWithProjection, T5EncoderModel
+    config, ck, P = sd3_single_file_config(path, part), single_file_tensors(path, _SD3_SINGLE[part], part), _SD3_SINGLE[part]
+    if part == "vae": model = AutoencoderKL(**config); return load_part(model, convert_ldm_vae_checkpoint(ck, dict(model.config)), path, part)
+    sd = {k[len(P):]: v for k, v in ck.items()}
+    if part == "text_encoder_3":
+        model = T5EncoderModel(config)
+        return load_part(model, {"shared.weight": sd["encoder.embed_tokens.weight"], **sd}, path, part)   # (files keep only encoder.*)
+    model = CLIPTextModelWithProjection(config)
+    return load_part(model, clip_state(sd, model), path, part)
+
+def hub_tokenizers(cache_dir=None, download: bool = True) -> list:
+    "SD3's CLIP-L, bigG (padding with token 0) and T5 tokenizers from the Hugging Face cache (fetched once if `download`)."
+    return _hub_tokenizers(SD3_TOKENIZERS, "SD3", cache_dir, download, pad_with_0=(1,))
+
+@patch
+def _from_single_file(self: SD3TextEncoder, path: Path, max_length: int, device, dtype):
+    "Both CLIPs and T5 from a Stability SD3 single file, the tokenizers from the Hugging Face cache."
+    nets = [sd3_single_file_part(path, k).to(device=device, dtype=dtype).eval().requires_grad_(False) for k in ("text_encoder", "text_encoder_2", "text_encoder_3")]
+    tokenizers = hub_tokenizers()
+    self._take(tokenizers, nets, max_length, device, f"sd3-text:{max_length}:{_fingerprint(path)}:" + ",".join(t.name_or_path.split("/")[-1] for t in tokenizers))
+
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")
 
@@ -356,11 +413,13 @@ def sd3_family(name: str, want: SD3Config, about: str) -> Family:
     load = variant_loader(SD3, SD3Denoiser, want, _SHAPE_FIELDS, name, "the MMDiT .safetensors, Stability or diffusers layout")
     def vae(path, *, device, dtype):
         if path is None: raise ValueError(f"vae: --model {name} needs --vae (a diffusers SD3.5 folder or its vae/ folder)")
-        return DiffusersVAE(path, device=device, dtype=dtype)
+        if not Path(path).is_file(): return DiffusersVAE(path, device=device, dtype=dtype)
+        return DiffusersVAE(model=sd3_single_file_part(path, "vae"), name=f"sd3-vae:{_fingerprint(path)}", device=device, dtype=dtype)
     def text(path, *, device, dtype):
         if path is None: raise ValueError(f"text_encoder: --model {name} needs --text-encoder (a diffusers SD3.5 folder with text_encoder/, text_encoder_2/, text_encoder_3/ and their tokenizers)")
         return SD3TextEncoder(path, device=device, dtype=dtype)
-    return Family(name, load, vae, text, resolution=1024, sample_steps=28, guidance=None, full=False, wrap=SD3Denoiser, about=about)
+    return Family(name, load, vae, text, resolution=1024, sample_steps=28, guidance=None, full=False, wrap=SD3Denoiser, about=about,
+                  encoders_in_checkpoint=True)                        # (a single file may hold them; one that does not says so)
 
 SD35_LARGE = sd3_family("sd3.5-large", SD3Config.large(), "Stable Diffusion 3.5 Large (8.1B MMDiT)")
 SD35_MEDIUM = sd3_family("sd3.5-medium", SD3Config.medium(), "Stable Diffusion 3.5 Medium (2.5B MMDiT-X)")

@@ -18,7 +18,8 @@ from ..autograd import checkpoint
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
                                  read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, _fingerprint,
-                                 _listing, _quiet)
+                                 _count, clip_state, ldm_vae_config, load_part, single_file_tensors)
+from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
 # %% auto #0
@@ -402,20 +403,12 @@ def single_file_part(path, part: str, model: nn.Module) -> nn.Module:
     "`model` (AutoencoderKL / CLIP built from its config) given `part`'s weights from an SDXL single file, mapped by diffusers' converters."
     from diffusers.loaders.single_file_utils import convert_ldm_clip_checkpoint, convert_ldm_vae_checkpoint, convert_open_clip_checkpoint
     if part not in _SINGLE_FILE: raise ValueError(f"part: expected one of {list(_SINGLE_FILE)}, got {part!r}")
-    prefix, (files, _) = _SINGLE_FILE[part], read_safetensors(path)
-    ck = {k: v.load() for k, v in files.items() if k.startswith(prefix)}
-    if not ck: raise ValueError(f"{path}: holds no {part} weights (no keys under {prefix!r}); it looks like {guess_checkpoint(files)}")
+    prefix = _SINGLE_FILE[part]
+    ck = single_file_tensors(path, prefix, part)
     if part == "vae": sd = convert_ldm_vae_checkpoint(ck, dict(model.config))
     elif part == "text_encoder": sd = convert_ldm_clip_checkpoint(ck, remove_prefix=prefix)
     else: sd = convert_open_clip_checkpoint(model, ck, prefix=prefix)
-    if part != "vae":                                         # files keep transformers 4's `text_model.` and the position_ids buffer;
-        nested = any(k.startswith("text_model.") for k in model.state_dict())    # transformers 5's CLIPTextModel has neither
-        sd = {(k if nested or not k.startswith("text_model.") else k[len("text_model."):]): v for k, v in sd.items() if not k.endswith("position_ids")}
-    missing, unexpected = model.load_state_dict(sd, strict=False)
-    if missing or unexpected:
-        raise ValueError(f"{path}: its {part} weights do not fit the config: {len(missing)} missing ({_listing(missing, 4)}), "
-                         f"{len(unexpected)} unexpected ({_listing(unexpected, 4)})")
-    return model
+    return load_part(model, sd if part == "vae" else clip_state(sd, model), path, part)      # (files keep transformers 4's names)
 
 # %% ../../nbs/33_sdxl.ipynb #33f1e002
 SDXL_TOKENIZERS = ("openai/clip-vit-large-patch14", "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k")
@@ -423,21 +416,13 @@ _CLIP_KEYS = {"text_encoder": ("text_model.embeddings.token_embedding.weight", "
                                "text_model.encoder.layers.", "mlp.fc1.weight", "quick_gelu"),
               "text_encoder_2": ("token_embedding.weight", "positional_embedding", "transformer.resblocks.", "mlp.c_fc.weight", "gelu")}
 
-def _count(keys, prefix: str) -> int: return len({k[len(prefix):].split(".")[0] for k in keys if k.startswith(prefix)})
-
 def single_file_configs(path) -> dict:
     "{'vae': AutoencoderKL kwargs, 'text_encoder': CLIPTextConfig, 'text_encoder_2': CLIPTextConfig} an SDXL single file (or {key: shape}) implies."
     from transformers import CLIPTextConfig
     shapes = dict(path) if isinstance(path, dict) else {k: tuple(v.shape) for k, v in read_safetensors(path)[0].items()}
     for part, prefix in _SINGLE_FILE.items():
         if not any(k.startswith(prefix) for k in shapes): raise ValueError(f"{path}: holds no {part} weights (no keys under {prefix!r}): pass --{part.replace('_2', '').replace('_', '-')}")
-    V = _SINGLE_FILE["vae"] + "encoder."
-    levels = _count(shapes, V + "down.")
-    vae = dict(in_channels=shapes[V + "conv_in.weight"][1], out_channels=shapes[_SINGLE_FILE["vae"] + "decoder.conv_out.weight"][0],
-               down_block_types=("DownEncoderBlock2D",) * levels, up_block_types=("UpDecoderBlock2D",) * levels,
-               block_out_channels=tuple(shapes[f"{V}down.{i}.block.0.conv1.weight"][0] for i in range(levels)),
-               layers_per_block=_count(shapes, V + "down.0.block."), latent_channels=shapes[V + "conv_out.weight"][0] // 2,
-               norm_num_groups=32, sample_size=1024, scaling_factor=0.13025, force_upcast=True)
+    vae = ldm_vae_config(shapes, _SINGLE_FILE["vae"], scaling_factor=0.13025, force_upcast=True)
     out = {"vae": vae}
     for part, (tok, pos, layers, fc1, act) in _CLIP_KEYS.items():
         P = _SINGLE_FILE[part]
@@ -449,18 +434,7 @@ def single_file_configs(path) -> dict:
 
 def hub_tokenizers(cache_dir=None, download: bool = True) -> list:
     "SDXL's CLIP-L and bigG tokenizers from the Hugging Face cache (fetched once if `download`); bigG pads with token 0, as SDXL's does."
-    from transformers import AutoTokenizer
-    toks = []
-    for repo in SDXL_TOKENIZERS:
-        tries = (True, False) if download else (True,)
-        for local in tries:
-            try:
-                with _quiet(): toks.append(AutoTokenizer.from_pretrained(repo, cache_dir=cache_dir, local_files_only=local)); break
-            except OSError: continue
-        else: raise ValueError(f"text_encoder: an SDXL single file holds no tokenizers, and {repo}'s is not in the Hugging Face cache "
-                               f"({'no connection?' if download else 'not downloading'}): pass --text-encoder (a diffusers SDXL folder), or run once online")
-    toks[1].pad_token = toks[1].convert_ids_to_tokens(0)
-    return toks
+    return _hub_tokenizers(SDXL_TOKENIZERS, "SDXL", cache_dir, download, pad_with_0=(1,))
 
 # %% ../../nbs/33_sdxl.ipynb #85da00e4
 _SDXL_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L tokenizer"),
