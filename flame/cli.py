@@ -150,7 +150,8 @@ def parser() -> argparse.ArgumentParser:
     for add in (_model_and_data, _training, _memory_samples_output): add(p, D)
     q = sub.add_parser("quantize", help="write a base model's fp8 copy, to train on with --base-dtype fp8",
                        description="Read a base model, put its Linear weights in fp8 as --base-dtype fp8 does, and write the result "
-                                   "(the authors' layout) for later runs to read: half the bytes, nothing to quantize again.")
+                                   "(the authors' layout) for later runs to read: half the bytes, nothing to quantize again. The copy "
+                                   "holds the denoiser only (a single file's VAE and text encoders are not carried over).")
     q.add_argument("--model", choices=_families(), required=True, help="model family")
     q.add_argument("--checkpoint", required=True, metavar="PATH", help="the base model's .safetensors")
     q.add_argument("--output", required=True, metavar="FILE", help="the fp8 .safetensors to write")
