@@ -32,9 +32,10 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
            'check_disk', 'start_partial', 'commit', 'recover_replaced', 'text_on', 'setup', 'TrainState', 'start_state',
            'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'start_output', 'save_samples', 'save_checkpoint',
-           'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
-           'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'start_output', 'save_samples',
+           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step',
+           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed',
+           'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -625,6 +626,20 @@ class Prompts(NamedTuple):
     context: Tensor
     pooled: Tensor
 
+def fit_vae(run: Run, log=print, sides=(64, 96, 128)) -> bool:
+    """On a GPU with a budget: the VAE's encode peak measured on three small square images and extrapolated to the largest image
+    it will encode (`_extrapolate`, as the step's activations are); over the budget, it encodes and decodes in tiles from now on."""
+    vae, budget = run.data.vae, run.config.budget
+    if run.device.type != "cuda" or budget is None or not hasattr(vae, "tile"): return False
+    w, h = max(run.data.cover, key=lambda s: s[0] * s[1])
+    peaks = [measure_peak(lambda s=s: vae.encode(torch.rand(1, 3, s, s)), run.device) for s in sides]
+    need = torch.cuda.memory_allocated(run.device) + _extrapolate([s * s for s in sides], peaks, w * h)
+    if need <= parse_size(budget): return False
+    vae.tile()
+    log(f"vae: encoding one {w}×{h} image needs about {format_bytes(need)} (measured at small sizes, extrapolated), over the budget: "
+        "it encodes and decodes in tiles")
+    return True
+
 def start_output(run: Run, log=print) -> Prompts:
     "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."
     c, ds = run.config, run.data
@@ -636,6 +651,7 @@ def start_output(run: Run, log=print) -> Prompts:
         log(f"data: {len(uncaptioned)} of {len(ds.source.items)} images have no caption: they train on the empty caption (--allow-empty-captions)")
     prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
     if ds.cache_dir is not None:                                       # images first, then the text encoders on the GPU (in the budget)
+        fit_vae(run, log)                                              # (a VAE whose one image would not fit: in tiles)
         counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda: text_on(run.device, c.budget, ds, log))
         log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
             f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")

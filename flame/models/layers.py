@@ -491,6 +491,9 @@ class DiffusersVAE:
         return self.vae.decode(latents.to(self.device, self.dtype) / self.scale + self.shift).sample
     @property
     def networks(self): return [self.vae]                           # what `encoders_on` places (below)
+    def tile(self):
+        "From now on encode and decode in overlapping tiles (diffusers' tiling): memory bounded by the tile; latents differ slightly, so the cache name does too."
+        if not self.name.endswith(":tiled"): self.vae.enable_tiling(); self.name += ":tiled"
     def __repr__(self): return f"DiffusersVAE({self.name}, factor={self.factor}, channels={self.channels})"
 
 # %% ../../nbs/30_models.ipynb #sfile002
