@@ -93,12 +93,15 @@ T.sample_images = sample_images
 plans, planner = [], T.plan_run_memory
 def plan_run_memory(*a, **kw): plans.append(planner(*a, **kw)); return plans[-1]     # the streamed plan: its forward
 T.plan_run_memory = plan_run_memory
+freed, releaser = [], T.release
+def release(*encoders): freed.append(releaser(*encoders)); return freed[-1]          # the text encoders' bytes, once cached
+T.release = release
 r = T.train(T.TrainConfig(**cfg), model=net)
 rows = T.read_metrics(r.output / "metrics.csv")
 json.dump({"policy": r.policy, "measured": r.measured, "times": r.times, "first_step": r.first_step, "seconds": r.seconds,
            "step_peaks": [x["mem_bytes"] for x in rows], "step_seconds": [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])],
            "sampling_peak": peaks.get("sampling"), "sampled": sampled, "losses": r.losses,
-           "plan": repr(plans[0]) if plans else None,
+           "plan": repr(plans[0]) if plans else None, "encoder_bytes": sum(freed),
            "streamed_forward_s": plans[0].stream.predicted_forward if plans and plans[0].stream is not None else None}, open(out, "w"))
 """
 
@@ -143,7 +146,9 @@ def main():
     print(f"{'GPU peak: caching':32s} {gib(r['measured'].get('caching'))}")
     print(f"{'GPU peak: training steps' if device == 'cuda' else 'RSS: training steps':32s} {gib(max(r['step_peaks']))}")
     print(f"{'GPU peak: sampling':32s} {gib(r['sampling_peak'])}")
-    print(f"{'host RSS peak':32s} {gib(rss)}")
+    must = r["measured"].get("frozen", 0) + r["measured"].get("state", 0) + r["encoder_bytes"]     # what host memory must hold
+    print(f"{'host RSS peak':32s} {gib(rss)}" + (f"  ({rss / must:.2f}x the {gib(must)} of frozen weights, trainable state and "
+                                                 "text encoders; target <= 1.15)" if must else ""))
     print(f"{'time to the first step':32s} {r['first_step']:.1f} s  " + ", ".join(f"{k} {v:.1f}" for k, v in r["times"].items() if k != "training"))
     print(f"{'s/step (median after the first)':32s} " + (f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}" if r["step_seconds"] else "-"))
     fwd = r["streamed_forward_s"]
