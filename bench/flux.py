@@ -19,11 +19,14 @@ SMOKE = dict(size="tiny", tokens=64, txt=8, warmup=1, reps=2)   # --smoke: the s
 
 
 def random_weights(model: torch.nn.Module, device, dtype, ones=(".scale",)) -> torch.nn.Module:
-    "`model` (built on meta) materialized on `device` in `dtype`: parameters and buffers N(0, 0.02), names ending in `ones` 1; frozen."
+    """`model` (built on meta) materialized on `device` in `dtype`: parameters and buffers N(0, 0.02), names ending in `ones` 1,
+    integer buffers (position ids) 0, 1, 2, …; frozen."""
     model = model.to(dtype).to_empty(device=device)
     with torch.no_grad():
         for name, t in (*model.named_parameters(), *model.named_buffers()):
-            t.fill_(1.0) if name.endswith(ones) else t.normal_(0, 0.02)
+            if not t.is_floating_point(): t.copy_(torch.arange(t.shape[-1], device=device).expand_as(t))
+            elif name.endswith(ones): t.fill_(1.0)
+            else: t.normal_(0, 0.02)
     return model.requires_grad_(False).eval()
 
 

@@ -11,6 +11,7 @@ and seconds per sampled image. Prints a table last and writes JSON.
 import argparse, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 import torch
+from flux import random_flux, random_weights
 from train import SIZES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,12 +34,7 @@ NORMS = ("norm.weight", "norm1.weight", "norm2.weight", "norm_out.weight")      
 def random_hf(cls, config, folder: Path, device):
     "A transformers/diffusers model built on meta, N(0, 0.02) weights (norm scales 1) on `device` in bf16, saved with save_pretrained."
     with torch.device("meta"): model = cls(**config) if isinstance(config, dict) else cls(config)
-    model = model.to(torch.bfloat16).to_empty(device=device)
-    with torch.no_grad():
-        for name, t in (*model.named_parameters(), *model.named_buffers()):
-            if not t.is_floating_point(): t.copy_(torch.arange(t.shape[-1], device=device).expand_as(t))   # (position ids)
-            elif name.endswith(NORMS): t.fill_(1.0)
-            else: t.normal_(0, 0.02)
+    model = random_weights(model, device, torch.bfloat16, ones=NORMS)
     if hasattr(model, "tie_weights"): model.tie_weights()               # (T5: the embedding is shared; to_empty untied it)
     model.save_pretrained(folder)
 
@@ -49,7 +45,6 @@ def build(work: Path, size: str, resolution: int, images: int, device) -> dict:
     from diffusers import AutoencoderKL
     from PIL import Image
     from flame.models.flux import FluxConfig
-    from flux import random_flux
     dims = FULL if size == "dev" else SMALL
     field, data, ckpt = work / "FLUX.1-dev", work / "data", work / "flux1-dev.safetensors"
     if not ckpt.exists():
