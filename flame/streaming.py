@@ -19,8 +19,8 @@ from .tensor import mark_streamed
 from .autograd import add_block_hooks
 
 # %% auto #0
-__all__ = ['write_store', 'Trace', 'Plan', 'record', 'plan', 'stream', 'unstream', 'plot_trace', 'plot_stream', 'replan',
-           'budget_curve', 'budget_explorer']
+__all__ = ['write_store', 'Trace', 'Plan', 'BudgetTooSmall', 'record', 'plan', 'stream', 'unstream', 'plot_trace', 'plot_stream',
+           'replan', 'budget_curve', 'budget_explorer']
 
 # %% ../nbs/20_streaming.ipynb #c91c044c
 _ALIGN = 512          # slot and pool segment alignment (the CUDA allocator's granularity)
@@ -609,11 +609,14 @@ def _candidates(sizes, w_budget, max_depth):
     return cands
 
 # %% ../nbs/20_streaming.ipynb #89c7b95e
+class BudgetTooSmall(ValueError):
+    "No plan fits: the largest block plus what the step needs besides block weights is over the budget."
+
 def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measured, max_depth=4):
     "Search depths x slot classes x resident fill for the fastest simulated step that fits `budget`."
     n, w_budget = len(sizes), budget - overhead
     if w_budget < _aligned(max(sizes)):
-        raise ValueError(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(_aligned(max(sizes)) + overhead)} "
+        raise BudgetTooSmall(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(_aligned(max(sizes)) + overhead)} "
                          f"(the largest block, {format_bytes(_aligned(max(sizes)))}" + (f", plus {format_bytes(overhead)} the step needs besides "
                          "block weights)" if overhead else ")"))
     host = device != "cpu"

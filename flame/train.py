@@ -9,7 +9,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 # %% ../nbs/70_train.ipynb #22161870
 from __future__ import annotations
 import csv, fcntl, io, json, math, os, shutil, signal, time
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field, replace
 from typing import NamedTuple
 from pathlib import Path
@@ -21,6 +21,7 @@ from safetensors.torch import load_file, save
 from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
+from .streaming import BudgetTooSmall
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
 from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, encoders_on, family, is_diffusion_model, release
@@ -427,12 +428,22 @@ def recover_replaced(out: Path, log=print):
         log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
-def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
-    """The text encoders on `device` for a stage (in the run's `budget` on a GPU), back on the CPU after: `encoders_on`,
-    its streamed plan measured on a batch as large as the caching's (`LatentDataset.caption_batch`)."""
+@contextmanager
+def text_on(device: torch.device, budget, ds: LatentDataset, log=None, one: bool = False):
+    """The text encoders on `device` for a stage (in the run's `budget` on a GPU), back on the CPU after: `encoders_on`, its
+    streamed plan measured on a batch as large as the caching's (`ds.caption_batch`), halved until one fits (down to one
+    caption); or on a single caption (`one`: setup's empty caption)."""
     text = ds.text_encoder
     budget = parse_size(budget, "budget") if budget is not None and device.type == "cuda" else None
-    return encoders_on(device, budget, text, probe=lambda: text.encode([""] * ds.caption_batch), log=log)
+    with ExitStack() as on:
+        while True:
+            n = 1 if one else ds.caption_batch
+            try: on.enter_context(encoders_on(device, budget, text, probe=lambda: text.encode([""] * n), log=log)); break
+            except BudgetTooSmall:
+                if n == 1: raise
+                ds.caption_batch //= 2
+                if log: log(f"encoders: {n} captions at once do not fit the budget; encoding {ds.caption_batch} at a time")
+        yield
 
 def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     """Load and check data, encoders, model and the run to resume, writing nothing (but for putting back a run that a stopped
@@ -455,7 +466,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     step = 64 if res % 64 == 0 and res >= 256 else res
     cached = any(getattr(e, "networks", None) for e in (vae, text))     # real encoders (not the tiny family's): encode once, to the run's cache
     ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
-    with text_on(device, c.budget, ds): ds.empty_text()                # (kept: sizing the cache and caption dropout use it)
+    with text_on(device, c.budget, ds, one=True): ds.empty_text()      # (kept: sizing the cache and caption dropout use it)
     _adapt(c, model)
     check_budget(model, c.budget, c.optimizer)
     resume_from = _check_resume(c, out, base) if c.resume else None

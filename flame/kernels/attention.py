@@ -11,7 +11,7 @@ __all__ = ['SDPA_BACKENDS', 'attention_reference', 'attention', 'attention_flops
 import math
 import torch
 import torch.nn.functional as F
-from .core import use_triton, interpreting, reference_backward, check_tensor, bench
+from .core import use_triton, interpreting, reference_backward, check_tensor, bench, tuning_ms
 
 try:
     import triton
@@ -135,7 +135,7 @@ def _prune_bwd(configs, named_args, **kwargs):
 
 _KEY = ["WORK", "BLOCK_D", "HAS_PAD"]
 _FWD_CONFIGS = _configs([(128, 64, 4, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 128, 8, 3), (64, 128, 4, 3)])
-_fwd = triton.autotune(_FWD_CONFIGS, key=_KEY, prune_configs_by={"early_config_prune": _prune}, cache_results=True)(triton.jit(_fwd_kernel))
+_fwd = triton.autotune(_FWD_CONFIGS, key=_KEY, prune_configs_by={"early_config_prune": _prune}, cache_results=True, do_bench=tuning_ms)(triton.jit(_fwd_kernel))
 
 # %% ../../nbs/11_attention.ipynb #f5f78c4a
 @triton.jit
@@ -235,7 +235,7 @@ def _dq_kernel(Q, K, V, DO, LSE, DELTA, PAD, DQ,
                        D, BLOCK_N, HAS_PAD, MASK_D, True, PREC)
     _put(DQ + b * sdqb + h * sdqh, (dq * sm_scale).to(DQ.dtype.element_ty), rows, Lq, sdqm, offs_d, D)
 
-_TUNE_BWD = dict(key=_KEY, prune_configs_by={"early_config_prune": _prune_bwd}, cache_results=True)
+_TUNE_BWD = dict(key=_KEY, prune_configs_by={"early_config_prune": _prune_bwd}, cache_results=True, do_bench=tuning_ms)
 _dkdv = triton.autotune(_configs([(32, 128, 4, 3), (64, 128, 8, 3), (64, 64, 4, 3)]), **_TUNE_BWD)(triton.jit(_dkdv_kernel))
 _dq = triton.autotune(_configs([(128, 32, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3)]), **_TUNE_BWD)(triton.jit(_dq_kernel))
 

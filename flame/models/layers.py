@@ -570,7 +570,8 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
     device, encoders = torch.device(device), [e for e in encoders if getattr(e, "networks", None)]   # (others stay as they are)
     nets = [n for e in encoders for n in e.networks]
     if any(p.is_meta for n in nets for p in n.parameters()): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
-    whole, big = _placement(nets, budget)
+    held = torch.cuda.memory_allocated(device) if device.type == "cuda" and budget is not None else 0
+    whole, big = _placement(nets, None if budget is None else budget - held)   # what the device already holds counts
     try:
         for n in whole: n.to(device)
         for e in encoders: e.device = device
