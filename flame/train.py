@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn, Tensor
 from PIL import Image, ImageDraw
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
@@ -31,12 +31,12 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
-           'check_disk', 'start_partial', 'commit', 'recover_replaced', 'text_on', 'setup', 'TrainState', 'start_state',
-           'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'start_output', 'save_samples',
-           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step',
-           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed',
-           'launch', 'train']
+           'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
+           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
+           'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
+           'fit_vae', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step',
+           'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult',
+           'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -389,6 +389,54 @@ def check_disk(c: TrainConfig, out: Path, model, ds: LatentDataset, device: torc
         raise ValueError(f"output: {where} has {format_bytes(free)} free, but this run will write about {format_bytes(sum(need.values()))} "
                          f"({parts}); free some space or choose another --output")
 
+# %% ../nbs/70_train.ipynb #e49a1c8c
+_INT_BYTES = {"I64": 8, "U64": 8, "I32": 4, "U32": 4, "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+def _tensor_files(path, parts=()) -> list[Path]:
+    "The safetensors files of `path`: the file itself; or those in the sub-folders `parts` it has, else its own."
+    p = Path(path)
+    if p.is_file(): return [p]
+    dirs = [p / s for s in parts if (p / s).is_dir()] or [p]
+    return sorted(f for d in dirs for f in d.glob("*.safetensors"))
+
+def _loaded_bytes(files, itemsize: int, fp8: bool = False) -> int:
+    "Bytes of the files' tensors once loaded: floating ones at `itemsize`, or with `fp8` its 2-D weights (and fp8 tensors) at 1."
+    total = 0
+    for f in files:
+        try: sf = safe_open(f, "pt")
+        except (OSError, SafetensorError): continue               # (unreadable: loading it says so, in its own words)
+        for k in sf.keys():
+            s = sf.get_slice(k); shape, dt = s.get_shape(), s.get_dtype()
+            one = fp8 and (dt.startswith("F8") or (len(shape) == 2 and k.endswith("weight")))
+            total += math.prod(shape) * (1 if one else _INT_BYTES.get(dt, itemsize))
+    return total
+
+def host_need(c: TrainConfig, device: torch.device) -> dict:
+    "Bytes the run loads into host memory, by part, from its files (a model built in memory or a hub default: not counted)."
+    item, need = (2 if device.type == "cuda" else 4), {}
+    if c.checkpoint is not None and Path(c.checkpoint).exists():
+        need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), item, c.base_dtype == "fp8")
+    if c.text_encoder is not None and Path(c.text_encoder).exists():
+        need["text encoders"] = _loaded_bytes(_tensor_files(c.text_encoder, ("text_encoder", "text_encoder_2", "text_encoder_3")), item)
+    return need
+
+def host_available() -> int:
+    "Memory the machine can give now, in bytes (Linux: MemAvailable, page cache included)."
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"): return int(line.split()[1]) * 1024
+    except OSError: pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+def check_host(c: TrainConfig, device: torch.device):
+    "Refuse in one line, before loading anything, when the machine cannot hold what the run loads into host memory."
+    need, have = host_need(c, device), host_available()
+    if sum(need.values()) > have:
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in need.items())
+        fp8 = "--base-dtype fp8 (about half the base model's bytes), or " if c.base_dtype != "fp8" and c.mode == "lora" else ""
+        raise ValueError(f"host memory: this run loads about {format_bytes(sum(need.values()))} into host memory ({parts}) but "
+                         f"{format_bytes(have)} is available; use {fp8}free memory, or a machine with more")
+
 # %% ../nbs/70_train.ipynb #d15c0003
 def _link_tree(src: Path, dst: Path):
     "`dst` as a copy of `src` made of hard links (a real copy where the file system cannot link)."
@@ -454,6 +502,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     if rank == 0: recover_replaced(out)                   # (a run stopped while replacing this folder's run)
     _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     device = _rank_device(_device(c.device), world)
+    check_host(c, device)                                 # the machine can hold what is loaded: before loading it
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
     vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device="cpu", dtype=dtype)
