@@ -3,7 +3,10 @@ with a fresh Triton cache each, with one cache shared (the second process finds 
 a cache already filled (what 72_cli's GPU resume test relies on being exact), with
 attention on PyTorch's SDPA instead of FLAME's autotuned kernel, and with PyTorch's references for every kernel. Each pair's
 first step whose loss differs, and the largest relative difference, tell which part makes a run not repeat itself bit for
-bit (on an H100, 2026-11-23: the shared-cache pair differed from step 7 on; the references-only pair did not differ).
+bit (on an H100, 2026-11-23: the shared-cache pair differed from step 7 on; the references-only pair did not differ). The cause
+was the row kernels' backward, whose chunking was chosen by timing in each process and changes the order of its sums; since the
+choice is kept in the Triton cache dir (flame.kernels.core.remembered), a shared or filled cache must give equal pairs, and only
+"fresh caches" may still differ (each process chooses for itself).
 Prints a table last and writes JSON.
 
     python3 bench/determinism.py --out /tmp/determinism.json          # GPU (a minute or two)
