@@ -245,13 +245,17 @@ def _tuned_file() -> Path:
 
 def remembered(path: Path, key: str, candidates: list, choose):
     "The choice saved for `key` in the JSON file `path` if it is one of `candidates`, else `choose()`'s, saved."
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    try: path.parent.mkdir(parents=True, exist_ok=True); lock = open(path.with_suffix(".lock"), "w")
+    except OSError: return choose()                               # (a cache dir this process cannot write: its own choice only)
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)                          # one process chooses; the others wait and read its choice
-        saved = json.loads(path.read_text()) if path.exists() else {}
+        try: saved = json.loads(path.read_text()) if path.exists() else {}
+        except ValueError: saved = {}                             # (not a file of ours: chosen again, and written over)
         if saved.get(key) not in candidates:
             saved[key] = choose()
-            tmp = path.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(saved, indent=1)); os.replace(tmp, path)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            try: tmp.write_text(json.dumps(saved, indent=1)); os.replace(tmp, path)
+            except OSError: tmp.unlink(missing_ok=True)           # (a full disk: this process keeps its choice)
     return saved[key]
 
 def _launch(name, key, candidates, launch):
