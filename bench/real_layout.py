@@ -2,7 +2,8 @@
 random T5-XXL, CLIP-L and Flux VAE in the diffusers FLUX.1-dev folder layout (real weights cannot be downloaded on the GPU
 machine: random weights, real shapes and file layouts), trained with `flame train`'s own path — `train(TrainConfig(model=
 "flux-dev", checkpoint=…, vae=…, text_encoder=…, data=…, budget=…))` — in a fresh process. Records the GPU peak of each stage
-(caching, each training step, sampling), the process's peak host RSS (os.wait4), the time to the first step by stage, s/step
+(caching, each training step, sampling), the process's peak host RSS (os.wait4) beside what the run's host-memory check counted
+before it started (flame.train.host_need), the time to the first step by stage, s/step
 and seconds per sampled image. Prints a table last and writes JSON.
 
     python3 bench/real_layout.py --out $OUT/real_layout.json            # GPU: ~37 GB of files written to --work (default /tmp)
@@ -130,10 +131,12 @@ def main():
     cfg = dict(model="flux-dev", checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
                budget=a.budget, resolution=a.resolution, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
                sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
+    from flame.train import TrainConfig, host_need
+    need = host_need(TrainConfig(model="flux-dev", checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
     r, rss = run_child(cfg, work / "result.json")
     per_image = sum(s for _, s in r["sampled"]) / max(1, sum(n for n, _ in r["sampled"]))
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-           "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "per_image_seconds": per_image, **r}
+           "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need, "per_image_seconds": per_image, **r}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     gib = lambda b: "-" if b is None else f"{b / 2**30:.2f} GiB"
@@ -144,6 +147,8 @@ def main():
     must = r["measured"].get("frozen", 0) + r["measured"].get("state", 0) + r["encoder_bytes"]     # what host memory must hold
     print(f"{'host RSS peak':32s} {gib(rss)}" + (f"  ({rss / must:.2f}x the {gib(must)} of frozen weights, trainable state and "
                                                  "text encoders; target <= 1.15)" if must else ""))
+    print(f"{'host memory checked before start':32s} {gib(sum(need.values()))}  (" + ", ".join(f"{k} {gib(v)}" for k, v in need.items()) +
+          f"; {rss / sum(need.values()):.2f}x of it measured)" if need else "")
     print(f"{'time to the first step':32s} {r['first_step']:.1f} s  " + ", ".join(f"{k} {v:.1f}" for k, v in r["times"].items() if k != "training"))
     print(f"{'s/step (median after the first)':32s} " + (f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}" if r["step_seconds"] else "-"))
     fwd = r["streamed_forward_s"]
