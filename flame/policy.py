@@ -15,7 +15,7 @@ from torch import nn
 from .io import format_bytes, parse_size
 from .tensor import MemoryTimeline, storage_bytes
 from .autograd import offload_activations
-from .streaming import Plan, plan, stream
+from .streaming import BudgetTooSmall, Plan, plan, stream
 from .optim import make_optimizer
 
 # %% auto #0
@@ -101,7 +101,10 @@ def _stream(model, optimizer, probe, device, budget, measured, store, tries: int
     for _ in range(tries):
         weights = budget - state - other
         if weights < unit: raise _too_small(budget, state, unit, other)
-        p = plan(model, weights, (), device=device, store=store, step=lambda model, inputs: probe.loss().backward())
+        try: p = plan(model, weights, (), device=device, store=store, step=lambda model, inputs: probe.loss().backward())
+        except BudgetTooSmall as e:                  # said in the run's terms: its whole budget, the state counted in
+            raise BudgetTooSmall(budget, state + other + e.minimum, f"trainable state {format_bytes(state)}"
+                                 + (f", {format_bytes(other)} measured besides" if other else "") + f", {e.parts}") from None
         stream(model, device=device, plan=p)
         measured["stream"] = measure_peak(probe, device, model, optimizer)
         if measured["stream"] <= budget: break

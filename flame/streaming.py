@@ -610,15 +610,17 @@ def _candidates(sizes, w_budget, max_depth):
 
 # %% ../nbs/20_streaming.ipynb #89c7b95e
 class BudgetTooSmall(ValueError):
-    "No plan fits: the largest block plus what the step needs besides block weights is over the budget."
+    "No plan fits `budget`: at least `minimum` bytes are needed, made of `parts` (words, for the message)."
+    def __init__(self, budget: int, minimum: int, parts: str):
+        super().__init__(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(minimum)} ({parts})")
+        self.budget, self.minimum, self.parts = budget, minimum, parts
 
 def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measured, max_depth=4):
     "Search depths x slot classes x resident fill for the fastest simulated step that fits `budget`."
-    n, w_budget = len(sizes), budget - overhead
-    if w_budget < _aligned(max(sizes)):
-        raise BudgetTooSmall(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(_aligned(max(sizes)) + overhead)} "
-                         f"(the largest block, {format_bytes(_aligned(max(sizes)))}" + (f", plus {format_bytes(overhead)} the step needs besides "
-                         "block weights)" if overhead else ")"))
+    n, w_budget, unit = len(sizes), budget - overhead, _aligned(max(sizes))
+    if w_budget < unit:
+        raise BudgetTooSmall(budget, unit + overhead, f"the largest block, {format_bytes(unit)}"
+                             + (f", plus {format_bytes(overhead)} the step needs besides block weights" if overhead else ""))
     host = device != "cpu"
     best = None
     for res, k, d, slot in _candidates(sizes, w_budget, max_depth):
