@@ -554,7 +554,7 @@ def weight_bytes(net: nn.Module) -> int: return sum(t.numel() * t.element_size()
 
 def _placement(nets: list[nn.Module], budget: int | None) -> tuple[list, nn.Module | None]:
     "(networks to move whole, the network to stream or None): all whole within half the budget, else the largest streams."
-    if budget is None or sum(map(weight_bytes, nets)) <= budget // 2: return list(nets), None
+    if not nets or budget is None or sum(map(weight_bytes, nets)) <= budget // 2: return list(nets), None
     big = max(nets, key=weight_bytes)
     rest = [n for n in nets if n is not big]
     if sum(map(weight_bytes, rest)) > budget // 2 or not encoder_blocks(big):
@@ -571,6 +571,8 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
     nets = [n for e in encoders for n in e.networks]
     if any(p.is_meta for n in nets for p in n.parameters()): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
     held = torch.cuda.memory_allocated(device) if device.type == "cuda" and budget is not None else 0
+    if nets and budget is not None and held >= budget:
+        raise ValueError(f"budget: {format_bytes(budget)} leaves nothing for the encoders: {format_bytes(held)} is already allocated on {device}")
     whole, big = _placement(nets, None if budget is None else budget - held)   # what the device already holds counts
     try:
         for n in whole: n.to(device)
