@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.flame-installed
 
-.PHONY: install demo test check-clean lint nbtest pytest docs browser wheels test-gpu test-gpu-setup test-gpu-nbs test-gpu-bench
+.PHONY: install demo test check-clean lint nbtest pytest docs browser wheels test-gpu test-gpu-setup test-gpu-nbs test-gpu-bench test-gpu-1 test-gpu-2
 
 # On a CPU machine `torch==2.13.0` resolves to the local CPU build; an unpinned torch would pull
 # gigabytes of CUDA wheels, so torch is installed first, pinned, and only if the venv lacks one.
@@ -76,10 +76,10 @@ wheels:
 	python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl $(GPU_WHEELS)
 
-# test-gpu runs in parts, each under 10 minutes on an H100 (a lent GPU machine runs one command for at most 10 minutes):
-# the notebooks (over 580 s with 8 workers by 2026-11-23, so in two halves: NBS='^[0-3]' then NBS='^[^0-3]'), then the
-# benchmark smokes (about 510 s alone; BENCHES="bench/a.py ..." runs some of them, to split it further). Cells slower
-# than 20 s are named in the log. `make test-gpu` runs all of it.
+# `make test-gpu` runs all of it in one command (well over 10 minutes on an H100). A lent GPU machine runs one command for at
+# most 10 minutes, so the suite also runs as two commands of parallel lanes, `make test-gpu-1` then `make test-gpu-2`
+# (.ci/gpu-lanes says which lane holds what; H100, 2026-11-26: part 2 took 537 s, part 1 387 s on 2026-11-24).
+# NBS='regex' runs some notebooks, BENCHES="bench/a.py ..." some benchmarks. Cells slower than 20 s are named in the log.
 GPU_WORKERS ?= 6
 NBS ?= .
 test-gpu-setup:
@@ -107,3 +107,6 @@ test-gpu-bench: test-gpu-setup
 
 test-gpu: test-gpu-nbs test-gpu-bench
 	@echo "test-gpu: passed"
+
+test-gpu-1 test-gpu-2: test-gpu-setup
+	bash .ci/gpu-lanes $(subst test-gpu-,,$@)
