@@ -23,6 +23,7 @@ from flame.io import atomic_write
 from flame.models.layers import LazyTensor
 from flame.models.sd3 import SD3, SD3Config, diffusers_layout
 from flame.streaming import plan, record, stream
+from flame.train import CudaGraphed
 
 MODES = ("forward", "step", "step+checkpoint")
 NAMES = {"large": "SD3.5-Large", "medium": "SD3.5-Medium"}
@@ -71,11 +72,15 @@ def against_diffusers(r, ours, inputs, device, a, save):
     twin = diffusers_twin(ours)                               # freed on return: its views would keep the blocks' device copies
     calls = {"FLAME": lambda x: ours(x, t, y=y, context=ctx),
              "diffusers": lambda x: twin(hidden_states=x, encoder_hidden_states=ctx, pooled_projections=y, timestep=t, return_dict=False)[0]}
-    compare(r, ours, twin, calls, x, device, a, save)
+    def graphed():
+        g = CudaGraphed(ours)
+        return lambda x: g(x, t, y=y, context=ctx)
+    compare(r, ours, twin, calls, x, device, a, save, graphed)
 
 
-def compare(r, ours, twin, calls, x, device, a, save):
-    "For FLAME's `ours` and diffusers' `twin` (`calls`: impl -> x -> output): output difference, then a row per mode and impl."
+def compare(r, ours, twin, calls, x, device, a, save, graphed=None):
+    """For FLAME's `ours` and diffusers' `twin` (`calls`: impl -> x -> output): output difference, then a row per mode and impl;
+    on a GPU, with `graphed` (() -> a fresh x -> output of `ours` as CUDA graphs: flame train --cuda-graph), FLAME's steps replayed."""
     with torch.no_grad():
         ref, got = calls["diffusers"](x).float(), calls["FLAME"](x).float()
     r |= {"max_abs_diff": (got - ref).abs().max().item(), "max_abs_out": ref.abs().max().item(),
@@ -96,12 +101,29 @@ def compare(r, ours, twin, calls, x, device, a, save):
             except torch.OutOfMemoryError as e: row = {"impl": impl, "mode": mode, "error": f"OOM: {str(e)[:200]}"}
             if device.type == "cuda": torch.cuda.empty_cache()
             r["rows"].append(row); save(); print(row, flush=True)
+    if graphed is not None and device.type == "cuda": graph_rows(r, calls["FLAME"], graphed, set_ckpt, x, device, a, save)
     set_ckpt(False)
     speed = {}
     for mode in MODES:
         m = {q["impl"]: q for q in r["rows"] if q["mode"] == mode}
         if "ms" in m["FLAME"] and "ms" in m["diffusers"]: speed[mode] = m["diffusers"]["ms"] / m["FLAME"]["ms"]
     r["speedup_vs_diffusers"] = speed
+    graph = {q["mode"]: q["ms"] for q in r["rows"] if q["impl"] == "FLAME graph" and "ms" in q}
+    diff = {q["mode"]: q["ms"] for q in r["rows"] if q["impl"] == "diffusers" and "ms" in q}
+    if graph: r["graph_speedup_vs_diffusers"] = {m: diff[m] / ms for m, ms in graph.items() if m in diff}
+
+
+def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
+    "FLAME's step and checkpointed step captured as CUDA graphs: time, peak, and whether the loss equals the eager step's."
+    for mode in MODES[1:]:
+        set_ckpt(mode == "step+checkpoint")
+        gc.collect(); torch.cuda.empty_cache()
+        call = graphed()                                          # captured at its first call (3 warm-up steps, then the capture)
+        same = step(call, x).item() == step(eager, x).item()
+        row = {"impl": "FLAME graph", "mode": mode, **measure(lambda c=call: step(c, x), device, a.warmup, a.reps), "loss_equals_eager": same}
+        row["peak_GB"] = torch.cuda.max_memory_reserved() / 1e9   # reserved: a graph's pool is not in max_memory_allocated
+        del call; gc.collect(); torch.cuda.empty_cache()          # (its graphs' memory pool goes with it)
+        r["rows"].append(row); save(); print(row, flush=True)
 
 
 def streamed_row(r, ours, call, x, budget, device, a, save):
@@ -204,6 +226,8 @@ def table(res):
         print(f"{r['name']}: {r['params_B']:.2f}B params ({r['weights_GB']:.1f} GB); output vs diffusers max|Δ| {r['max_abs_diff']:.3g} "
               f"(max|out| {r['max_abs_out']:.3g}), rel L2 {r['rel_l2_diff']:.2e}; diffusers ms / FLAME ms "
               f"{ {k: round(v, 2) for k, v in r['speedup_vs_diffusers'].items()} }")
+        if "graph_speedup_vs_diffusers" in r:
+            print(f"{r['name']}: diffusers ms (eager) / FLAME graph ms {dict((k, round(v, 2)) for k, v in r['graph_speedup_vs_diffusers'].items())}")
 
 
 def main():

@@ -17,6 +17,7 @@ from flux import parse
 from sd3 import compare, streamed_row, table
 from flame.io import atomic_write
 from flame.models.layers import LazyTensor
+from flame.train import CudaGraphed
 from flame.models.sdxl import SDXLConfig, SDXLUNet, adm_vector, diffusers_layout, layout_shape, micro_conditioning
 
 # --smoke: SDXLConfig.tiny() (3 levels, attention at the two lower ones), a 16² latent, streamed at the planner's minimum + 2 blocks
@@ -63,7 +64,10 @@ def against_diffusers(r, ours, inputs, device, a, save):
     twin = diffusers_twin(ours)                               # freed on return: its views would keep the weights alive
     calls = {"FLAME": lambda x: ours(x, t, context=ctx, y=y),
              "diffusers": lambda x: twin(x, t, encoder_hidden_states=ctx, added_cond_kwargs={"text_embeds": pooled, "time_ids": micro}).sample}
-    compare(r, ours, twin, calls, x, device, a, save)
+    def graphed():
+        g = CudaGraphed(ours)
+        return lambda x: g(x, t, context=ctx, y=y)
+    compare(r, ours, twin, calls, x, device, a, save, graphed)
 
 
 def bench(a, device, dtype, save) -> dict:

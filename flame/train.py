@@ -33,10 +33,10 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
            'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
            'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
-           'micro_batch_loss', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
-           'fit_vae', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step',
-           'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult',
-           'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
+           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'train_step', 'sample_images', 'labelled_grid',
+           'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'start_output', 'save_samples', 'save_checkpoint',
+           'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
+           'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -90,6 +90,7 @@ class TrainConfig:
     device: str = "auto"
     nproc: int | str = 1                 # processes (one per GPU), each taking batch_size samples of every micro-batch; "auto": every visible GPU
     progress: bool = True
+    cuda_graph: bool = False             # a GPU step (resident or checkpointed) replayed as CUDA graphs: no per-kernel Python launches
 
     def __post_init__(self): _validate(self)
 
@@ -205,6 +206,7 @@ class Run:
     times: dict = field(default_factory=dict)    # seconds per stage: setup, caching, planning, sampling, training
     rank: int = 0                        # this process's rank among `world` (torch.distributed); only rank 0 writes
     world: int = 1
+    graphed: object = None               # the model as CUDA graphs (`CudaGraphed`), once the plan allows it
 
     def __post_init__(self): self.final = self.final or self.out
 
@@ -502,6 +504,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     if rank == 0: recover_replaced(out)                   # (a run stopped while replacing this folder's run)
     _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     device = _rank_device(_device(c.device), world)
+    if c.cuda_graph and device.type != "cuda": raise ValueError(f"cuda_graph: needs a CUDA device, got device {str(device)!r}")
     check_host(c, device)                                 # the machine can hold what is loaded: before loading it
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
@@ -593,14 +596,42 @@ def training_draws(schedule, seed: int, n: int, slots, shape: tuple, offset: flo
 
 def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
     "The objective on `batch` (its draws from `training_draws`), weighted by its share of the micro-batch and divided by `accum`."
-    model, device, c = run.model, run.device, run.config
+    model, device, c = run.graphed or run.model, run.device, run.config
     x0 = batch["latents"].to(device)
     slots = batch.get("slots", range(x0.shape[0]))           # (a probe's batch: micro-batch 0, all of it)
     t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
     cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=c.guidance)
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run)):
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run), cache_enabled=run.graphed is None):   # (graphs: no cache)
         loss = diffusion_loss(model, x0, t.to(device), noise=noise.to(device), min_snr_gamma=c.min_snr_gamma, **cond)
     return loss * (len(slots) / batch.get("of", len(slots))) / accum
+
+# %% ../nbs/70_train.ipynb #cg70cd01
+class _Positional(nn.Module):
+    "`model(x, t, **cond)` called with its tensors only, in a fixed order: what make_graphed_callables captures."
+    def __init__(self, model, keys: tuple, fixed: dict):
+        super().__init__(); self.model, self.keys, self.fixed = model, keys, fixed
+    def forward(self, x, t, *tensors): return self.model(x, t, **dict(zip(self.keys, tensors)), **self.fixed)
+
+class CudaGraphed:
+    "`model` (a `DiffusionModel` on a GPU) whose calls replay CUDA graphs of its forward and backward, one pair per input signature."
+    def __init__(self, model): self.model, self.graphs = model, {}
+    def __getattr__(self, name): return getattr(self.__dict__["model"], name)   # schedule, condition, …: the model's
+    def __call__(self, x: Tensor, t: Tensor, **cond) -> Tensor:
+        keys = tuple(k for k, v in cond.items() if isinstance(v, Tensor))
+        fixed = {k: v for k, v in cond.items() if k not in keys}
+        args = (x, t, *(cond[k] for k in keys))
+        sig = (keys, repr(fixed), tuple((a.shape, a.dtype, a.requires_grad) for a in args))
+        if sig not in self.graphs:                     # warm-up (3 steps, gradients not kept) and capture, on a side stream
+            sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+            self.graphs[sig] = torch.cuda.make_graphed_callables(_Positional(self.model, keys, fixed), sample)
+        return self.graphs[sig](*args)
+
+def graph_run(run: Run, memory: MemoryPlan, log=print):
+    "With `cuda_graph`, the run's model as CUDA graphs where its plan allows (no budget: resident); else said in one line."
+    if not run.config.cuda_graph: return
+    if memory.budget is None: run.graphed = CudaGraphed(run.model); return
+    log("cuda graph: off under a budget: a graph's memory pool is not in the peaks that hold a run to its budget"
+        + ("" if memory.policy in ("resident", "checkpoint") else f", and the {memory.policy} step copies on its own streams"))
 
 # %% ../nbs/70_train.ipynb #147e6b1c
 def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float:
@@ -892,6 +923,7 @@ def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
         raise ValueError(f"resolution: one training step at {w}×{h} (batch {run.config.batch_size}) does not fit in the GPU's memory "
                          f"(CUDA out of memory in the planner's probe step); lower --resolution or --batch-size, or set --budget") from None
     if memory.budget is not None: log(f"memory: {memory}")
+    graph_run(run, memory, log)
     return memory
 
 def stream_store(run: Run) -> Path:
