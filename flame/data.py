@@ -187,6 +187,8 @@ class HashTextEncoder:
                 pooled[b] = words.mean(0) @ self.pool
         return context, pooled
     def __repr__(self): return f"HashTextEncoder(dim={self.dim}, pooled_dim={self.pooled_dim}, max_length={self.max_length})"
+    @property
+    def context_len(self) -> int: return self.max_length            # context tokens per caption, as the real encoders say it
 
 # %% ../nbs/60_data.ipynb #6d703aa9
 def to_tensor(image: Image.Image) -> Tensor:
@@ -242,8 +244,8 @@ def text(self: LatentDataset, captions: list[str]) -> tuple[Tensor, Tensor]:
 
 @patch
 def empty_text(self: LatentDataset) -> tuple[Tensor, Tensor]:
-    "(context (1, L, D), pooled (1, P)) of the empty caption, encoded once (sizing the cache, probing memory and caption dropout all use it)."
-    if "_empty" not in self.__dict__: self._empty = tuple(t.cpu() for t in self.text_encoder.encode([""]))
+    "(context (1, L, D), pooled (1, P)) of the empty caption, encoded once (probing memory and caption dropout use it); cached as any caption, by `prepare`."
+    if "_empty" not in self.__dict__: self._empty = self.text([""])
     return self._empty
 
 @patch
@@ -268,7 +270,7 @@ def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), text
     for i in tqdm(missing, desc="encoding images", disable=not progress): self.latent(i)
     captions = list(dict.fromkeys(it.caption for it in self.source.items))
     todo = [c for c in captions if not self._text_path(c).exists()]
-    more = [c for c in dict.fromkeys(extra_captions) if c not in captions and not self._text_path(c).exists()]
+    more = [c for c in dict.fromkeys((*extra_captions, "")) if c not in captions and not self._text_path(c).exists()]   # "": caption dropout's
     if todo or more:
         with texts_on(): self._encode_texts(todo + more)
     n = len(self.source.items)

@@ -24,7 +24,7 @@ from .tensor import MemoryTimeline
 from .streaming import BudgetTooSmall
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
-from .models.layers import FAMILIES, DiffusionModel, Family, checkpoint_id, encoders_on, family, is_diffusion_model, release
+from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
@@ -375,10 +375,10 @@ def disk_need(c: TrainConfig, model: DiffusionModel, ds: LatentDataset, device: 
     need = {"checkpoints": 3 * n * 4 * (3 + (c.ema is not None)),
             "weights": n * 4 if c.mode == "lora" else sum(p.numel() * 4 for p in model.net.parameters())}
     if ds.cache_dir is not None:
-        ctx, pooled = ds.empty_text()
+        text, dims = ds.text_encoder, model.text_dims                   # (sized, not encoded: the encoders move once, to cache)
         latent = ds.vae.channels * (c.res // ds.vae.factor) ** 2 * 4
         captions = len({it.caption for it in ds.source.items})
-        need["cache"] = len(ds.source.items) * latent + captions * (ctx.numel() + pooled.numel()) * 4
+        need["cache"] = len(ds.source.items) * latent + captions * (text.context_len * dims["context"] + dims["pooled"]) * 4
     if device.type == "cpu" and c.budget is not None: need["stream store"] = frozen_unit_bytes(model)
     return need
 
@@ -479,15 +479,15 @@ def recover_replaced(out: Path, log=print):
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
 @contextmanager
-def text_on(device: torch.device, budget, ds: LatentDataset, log=None, one: bool = False):
+def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
     """The text encoders on `device` for a stage (in the run's `budget` on a GPU), back on the CPU after: `encoders_on`, its
     streamed plan measured on a batch as large as the caching's (`ds.caption_batch`), halved until one fits (down to one
-    caption); or on a single caption (`one`: setup's empty caption)."""
+    caption)."""
     text = ds.text_encoder
     budget = parse_size(budget, "budget") if budget is not None and device.type == "cuda" else None
     with ExitStack() as on:
         while True:
-            n = 1 if one else ds.caption_batch
+            n = ds.caption_batch
             try: on.enter_context(encoders_on(device, budget, text, probe=lambda: text.encode([""] * n), log=log)); break
             except BudgetTooSmall:
                 if n == 1: raise
@@ -518,7 +518,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     step = 64 if res % 64 == 0 and res >= 256 else res
     cached = any(getattr(e, "networks", None) for e in (vae, text))     # real encoders (not the tiny family's): encode once, to the run's cache
     ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
-    with text_on(device, c.budget, ds, one=True): ds.empty_text()      # (kept: sizing the cache and caption dropout use it)
+    if cached and device.type == "cuda" and c.budget is not None: check_encoders(parse_size(c.budget, "budget"), text)   # before writing
     _adapt(c, model)
     check_budget(model, c.budget, c.optimizer)
     resume_from = _check_resume(c, out, base) if c.resume else None

@@ -381,6 +381,8 @@ class FluxTextEncoder:
         return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
     @property
     def networks(self): return [self.clip, self.t5]                # what `encoders_on` places (30_models)
+    @property
+    def context_len(self) -> int: return self.max_length            # context tokens per caption (sizing the cache unencoded)
     def __repr__(self): return f"FluxTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/31_flux.ipynb #e2242076

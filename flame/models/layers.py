@@ -27,9 +27,9 @@ __all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding',
            'read_safetensors', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state',
            'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
            'guess_checkpoint', 'checkpoint_id', 'text_parts', 'DiffusersVAE', 'ldm_vae_config', 'clip_state',
-           'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'encoders_on',
-           'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
-           'check_shape', 'Family', 'family']
+           'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'check_encoders',
+           'encoders_on', 'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
+           'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -561,6 +561,11 @@ def _placement(nets: list[nn.Module], budget: int | None) -> tuple[list, nn.Modu
         raise ValueError(f"budget: {format_bytes(budget)} cannot hold the encoders while they encode ({format_bytes(sum(map(weight_bytes, nets)))} "
                          f"of weights, {format_bytes(weight_bytes(big))} of them in the largest network, which streams)")
     return rest, big
+
+def check_encoders(budget: int | None, *encoders):
+    "Before anything is encoded: one line if `budget` cannot hold `encoders` as `encoders_on` would place them (their weights; activations are measured there)."
+    nets = [n for e in encoders for n in getattr(e, "networks", None) or []]
+    if budget is not None: _placement(nets, budget)
 
 # %% ../../nbs/30_models.ipynb #enc0b0d2
 @contextmanager

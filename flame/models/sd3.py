@@ -340,6 +340,8 @@ class SD3TextEncoder:
         self.pooled_dim = sum(c.config.projection_dim for c in self.clips)
     @property
     def networks(self): return [*self.clips, self.t5]               # what `encoders_on` places (30_models)
+    @property
+    def context_len(self) -> int: return min(77, self.tokenizers[0].model_max_length) + self.max_length   # CLIP's tokens, then T5's
     def _ids(self, tokenizer, captions, n):
         return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
     @torch.no_grad()

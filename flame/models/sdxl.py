@@ -456,6 +456,8 @@ class SDXLTextEncoder:
         self.name = f"sdxl-text:{_fingerprint(*sources)}"
     @property
     def networks(self): return self.clips                           # what `encoders_on` places (30_models)
+    @property
+    def context_len(self) -> int: return self.tokenizers[0].model_max_length   # context tokens per caption (77)
 
 @patch
 def _from_single_file(self: SDXLTextEncoder, path: Path, device, dtype, cache_dir=None, download: bool = True):
