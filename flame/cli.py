@@ -118,7 +118,7 @@ def _memory_samples_output(p, D):
                                                                "activation offload / weight streaming by measuring (default: no limit)")
     g.add_argument("--device", help=f"auto, cpu, cuda or cuda:N (default: {D['device']})")
     g.add_argument("--cuda-graph", action="store_true", help="replay each GPU step's forward and backward as CUDA graphs: faster where "
-                   "Python's kernel launches bound the step (small models, small batches); resident and checkpointed steps only")
+                   "Python's kernel launches bound the step (small models, small batches); without --budget only (under one the step stays eager)")
     g.add_argument("--nproc", type=_nproc, metavar="N", help="processes, one per GPU (gloo on the CPU), each taking --batch-size samples of every "
                                                            f"micro-batch; auto: every visible GPU (default: {D['nproc']})")
     g = p.add_argument_group("samples")

@@ -90,7 +90,7 @@ class TrainConfig:
     device: str = "auto"
     nproc: int | str = 1                 # processes (one per GPU), each taking batch_size samples of every micro-batch; "auto": every visible GPU
     progress: bool = True
-    cuda_graph: bool = False             # a GPU step (resident or checkpointed) replayed as CUDA graphs: no per-kernel Python launches
+    cuda_graph: bool = False             # a GPU run without a budget: its step replayed as CUDA graphs, no per-kernel Python launches
 
     def __post_init__(self): _validate(self)
 

@@ -638,10 +638,11 @@ class LoraNaming:
     diffusers_prefix: str = "transformer."
     diffusers_layout: Layout | None = None                  # None: the diffusers format is not defined for this network
     layout_dims: Callable[[nn.Module], dict] = lambda net: {}
+    kohya_name: Callable[[str], str] | None = None         # kohya's stem where one prefix is not enough (a network of parts)
 
     def kohya(self, name: str) -> str:
         "kohya's key stem of our module `name`."
-        return self.kohya_prefix + name.replace(".", "_")
+        return self.kohya_name(name) if self.kohya_name else self.kohya_prefix + name.replace(".", "_")
 
 # %% ../../nbs/30_models.ipynb #14a9de64
 @runtime_checkable
