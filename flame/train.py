@@ -629,7 +629,11 @@ class CudaGraphed:
 def graph_run(run: Run, memory: MemoryPlan, log=print):
     "With `cuda_graph`, the run's model as CUDA graphs where its plan allows (no budget: resident); else said in one line."
     if not run.config.cuda_graph: return
-    if memory.budget is None: run.graphed = CudaGraphed(run.model); return
+    if memory.budget is None:
+        run.graphed = CudaGraphed(run.model)
+        if (n := len(run.data.buckets)) > 1: log(f"cuda graph: {n} buckets: each input shape (a bucket, a short last batch) is captured on first use, "
+                                                 "in a memory pool of its own (about one step's activations each)")
+        return
     log("cuda graph: off under a budget: a graph's memory pool is not in the peaks that hold a run to its budget"
         + ("" if memory.policy in ("resident", "checkpoint") else f", and the {memory.policy} step copies on its own streams"))
 
