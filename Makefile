@@ -78,7 +78,7 @@ wheels:
 
 # `make test-gpu` runs all of it in one command (well over 10 minutes on an H100). A lent GPU machine runs one command for at
 # most 10 minutes, so the suite also runs as two commands of parallel lanes, `make test-gpu-1` then `make test-gpu-2`
-# (.ci/gpu-lanes says which lane holds what; H100, 2026-11-26: part 2 took 537 s, part 1 387 s on 2026-11-24).
+# (.ci/gpu-lanes says which lane holds what; H100, 2026-11-26: part 1 took 260 s, part 2 537 s).
 # NBS='regex' runs some notebooks, BENCHES="bench/a.py ..." some benchmarks. Cells slower than 20 s are named in the log.
 GPU_WORKERS ?= 6
 NBS ?= .
