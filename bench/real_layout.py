@@ -118,6 +118,7 @@ def main():
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev", help="the transformer (tiny: bench/train.py's, Flux-dev's interface)")
     ap.add_argument("--resolution", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--batch-size", type=int, default=1, help="samples per step (Flux-dev at 1024² under 8 GB: 1, as peers run it)")
     ap.add_argument("--budget", default="8GB")
     ap.add_argument("--images", type=int, default=8)
     ap.add_argument("--sample-steps", type=int, default=4)
@@ -129,7 +130,7 @@ def main():
     paths = build(work, a.size, a.resolution, a.images, device)
     built = time.perf_counter() - t0
     cfg = dict(model="flux-dev", checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
-               budget=a.budget, resolution=a.resolution, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
+               budget=a.budget, resolution=a.resolution, batch_size=a.batch_size, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
                sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
     from flame.train import TrainConfig, host_need
     need = host_need(TrainConfig(model="flux-dev", checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
@@ -140,7 +141,7 @@ def main():
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     gib = lambda b: "-" if b is None else f"{b / 2**30:.2f} GiB"
-    print(f"{res['device']}  {res['date']}  torch {res['torch']}  Flux-{a.size} LoRA at {a.resolution}², budget {a.budget}, policy {r['policy']}")
+    print(f"{res['device']}  {res['date']}  torch {res['torch']}  Flux-{a.size} LoRA at {a.resolution}², batch {a.batch_size}, budget {a.budget}, policy {r['policy']}")
     print(f"{'GPU peak: caching':32s} {gib(r['measured'].get('caching'))}")
     print(f"{'GPU peak: training steps' if device == 'cuda' else 'RSS: training steps':32s} {gib(max(r['step_peaks']))}")
     print(f"{'GPU peak: sampling':32s} {gib(r['sampling_peak'])}")

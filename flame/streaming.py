@@ -8,7 +8,7 @@ Docs: https://flame-dev.github.io/flame/streaming.html.md"""
 
 # %% ../nbs/20_streaming.ipynb #86b91e20
 from __future__ import annotations
-import json, math, mmap, os, queue, struct, threading, time, warnings
+import ctypes, json, math, mmap, os, queue, struct, threading, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 import torch
@@ -19,8 +19,8 @@ from .tensor import mark_streamed
 from .autograd import add_block_hooks
 
 # %% auto #0
-__all__ = ['write_store', 'Trace', 'Plan', 'BudgetTooSmall', 'record', 'plan', 'stream', 'unstream', 'plot_trace', 'plot_stream',
-           'replan', 'budget_curve', 'budget_explorer']
+__all__ = ['write_store', 'page_out', 'Trace', 'Plan', 'BudgetTooSmall', 'record', 'plan', 'stream', 'unstream', 'plot_trace',
+           'plot_stream', 'replan', 'budget_curve', 'budget_explorer']
 
 # %% ../nbs/20_streaming.ipynb #c91c044c
 _ALIGN = 512          # slot and pool segment alignment (the CUDA allocator's granularity)
@@ -286,6 +286,25 @@ def _device(device):
     if d.type != "cpu": raise ValueError(f"device: expected 'cpu' or 'cuda[:i]', got {device!r}")
     return d
 
+# %% ../nbs/20_streaming.ipynb #pgout001
+def _file_mapped(lo: int, hi: int) -> bool:
+    "Whether [lo, hi) lies in one mapping of a regular file (/proc/self/maps)."
+    try: lines = Path("/proc/self/maps").read_text().splitlines()
+    except OSError: return False
+    for line in lines:
+        f = line.split(maxsplit=5)
+        a, b = (int(x, 16) for x in f[0].split("-"))
+        if a <= lo and hi <= b: return len(f) == 6 and f[5].startswith("/") and not f[5].startswith(("/dev/", "/memfd:"))
+    return False
+
+def page_out(t: torch.Tensor) -> int:
+    "Hand back the resident pages of CPU tensor `t` that a file maps (see above); the bytes handed back (0: none, or not Linux)."
+    P = mmap.PAGESIZE
+    lo, hi = -(-t.data_ptr() // P) * P, (t.data_ptr() + t.numel() * t.element_size()) // P * P   # whole pages of t's alone
+    if t.device.type != "cpu" or hi <= lo or not _file_mapped(lo, hi): return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    return hi - lo if libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 21) == 0 else 0   # 21: MADV_PAGEOUT
+
 # %% ../nbs/20_streaming.ipynb #17fc8aff
 class _Engine:
     "Streams the frozen weights of a model's units from a store / host pool into device slots."
@@ -367,12 +386,12 @@ def _fill_pool(self: _Engine):
     for u, o in zip(self.units, self.seg):
         dst = self.pool[o:o + u.nbytes]
         if self.store is not None:
-            for so, s in self.store.sources(u): dst[so:so + s.numel()].copy_(s)
+            for so, s in self.store.sources(u): dst[so:so + s.numel()].copy_(s); page_out(s)
         else:
             for p, po in zip(u.params, u.offsets):
                 if p.device.type == "meta": raise ValueError(f"model: {u.names[0]} is on meta; pass store=path to a file with the weights")
                 dst[po:po + _nbytes(p)].copy_(p.detach().reshape(-1).view(torch.uint8))
-                p.data = self._empty(p.dtype)                 # release it as soon as it is packed
+                page_out(p.detach()); p.data = self._empty(p.dtype)   # release it as soon as it is packed (a mapped file's pages too)
 
 @patch
 def sources(self: _Engine, u):

@@ -8,7 +8,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 
 # %% ../nbs/70_train.ipynb #22161870
 from __future__ import annotations
-import csv, fcntl, io, json, math, os, shutil, signal, time
+import csv, fcntl, gc, io, json, math, os, shutil, signal, time
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field, replace
 from typing import NamedTuple
@@ -33,10 +33,11 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
            'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
            'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
-           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'train_step', 'sample_images', 'labelled_grid',
-           'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'start_output', 'save_samples', 'save_checkpoint',
-           'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
-           'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed', 'launch', 'train']
+           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'start_output', 'save_samples',
+           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step',
+           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed',
+           'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -627,15 +628,22 @@ class CudaGraphed:
         return self.graphs[sig](*args)
 
 def graph_run(run: Run, memory: MemoryPlan, log=print):
-    "With `cuda_graph`, the run's model as CUDA graphs where its plan allows (no budget: resident); else said in one line."
+    "With `cuda_graph`, the run's model as CUDA graphs where its plan allows (resident, checkpointed); else said in one line."
     if not run.config.cuda_graph: return
-    if memory.budget is None:
-        run.graphed = CudaGraphed(run.model)
-        if (n := len(run.data.buckets)) > 1: log(f"cuda graph: {n} buckets: each input shape (a bucket, a short last batch) is captured on first use, "
-                                                 "in a memory pool of its own (about one step's activations each)")
-        return
-    log("cuda graph: off under a budget: a graph's memory pool is not in the peaks that hold a run to its budget"
-        + ("" if memory.policy in ("resident", "checkpoint") else f", and the {memory.policy} step copies on its own streams"))
+    if memory.policy not in ("resident", "checkpoint"):
+        return log(f"cuda graph: off: the {memory.policy} step copies between host and device on its own streams")
+    torch.cuda.empty_cache()                           # the probes' cached blocks: what is reserved from here is the run's own
+    run.graphed = CudaGraphed(run.model)
+    if (n := len(run.data.buckets)) > 1: log(f"cuda graph: {n} buckets: each input shape (a bucket, a short last batch) is captured on first use, "
+                                             "in a memory pool of its own (about one step's activations each)")
+
+def drop_graphs(run: Run, memory: MemoryPlan, peak: int, step: int, log=print) -> bool:
+    "After a graphed step whose reserved `peak` exceeded the budget: back to the eager step (which the plan measured), said in one line."
+    if run.graphed is None or memory.budget is None or peak <= memory.budget: return False
+    run.graphed = None; gc.collect(); torch.cuda.empty_cache()   # the graphs and their memory pools go
+    log(f"cuda graph: off from step {step + 1}: with its graphs step {step} reserved {format_bytes(peak)}, over the budget of "
+        f"{format_bytes(memory.budget)}; the eager step ({memory.policy}) fits")
+    return True
 
 # %% ../nbs/70_train.ipynb #147e6b1c
 def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float:
@@ -807,25 +815,27 @@ def finish(run: Run, st: TrainState) -> Path:
                                run.out / "loss.png")
     return weights
 
-def _mem(device) -> int:
-    if device.type == "cuda": return torch.cuda.max_memory_allocated(device)
+def _mem(run: Run) -> int:
+    "The step's peak: on a GPU, allocated (reserved with CUDA graphs: their pools are not allocations); on the CPU, the RSS."
+    device = run.device
+    if device.type == "cuda": return (torch.cuda.max_memory_reserved if run.graphed else torch.cuda.max_memory_allocated)(device)
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") if Path("/proc/self/statm").exists() else 0
 
 def log_step(run: Run, st: TrainState, loss: float, t0: float, bar):
     "Append the step to the history and the progress bar (`cuda_peak`: max allocated on the GPU; `rss`: the process's resident memory)."
     st.history.append(dict(step=st.step, loss=loss, grad_norm=st.opt.grad_norm, lr=run.config.lr, seconds=time.perf_counter() - t0,
-                           mem_bytes=_mem(run.device)))
+                           mem_bytes=_mem(run)))
     mem = {("cuda_peak" if run.device.type == "cuda" else "rss"): format_bytes(st.history[-1]["mem_bytes"])}
     bar.set_postfix(loss=f"{loss:.4f}", **mem, refresh=False); bar.update(1)
 
 def record_first_step(run: Run, st: TrainState, memory: MemoryPlan, timeline: MemoryTimeline):
-    "Plot and save the first step's memory timeline, and hold the run to its budget."
+    "Plot and save the first step's memory timeline, and hold the run to its budget (graphed and over it: eager from the next step)."
     from matplotlib.figure import Figure
-    if run.rank:                                  # rank 0 writes the plot; every rank is held to its budget
-        return enforce(memory, torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else timeline.peak, st.step)
-    fig = Figure(figsize=(9, 3.6)); timeline.plot(fig.subplots(), title=f"memory of training step {st.step} ({run.device}, policy: {memory.policy})")
-    _figure_png(fig, run.out / "memory.png"); timeline.save(run.out / "memory.json")
-    enforce(memory, torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else timeline.peak, st.step)
+    peak = _mem(run) if run.device.type == "cuda" else timeline.peak
+    if not run.rank:                              # rank 0 writes the plot; every rank is held to its budget
+        fig = Figure(figsize=(9, 3.6)); timeline.plot(fig.subplots(), title=f"memory of training step {st.step} ({run.device}, policy: {memory.policy})")
+        _figure_png(fig, run.out / "memory.png"); timeline.save(run.out / "memory.json")
+    if not drop_graphs(run, memory, peak, st.step, log=print if not run.rank else lambda *a: None): enforce(memory, peak, st.step)
 
 # %% ../nbs/70_train.ipynb #d15c0005
 class _Lines:
@@ -1039,7 +1049,9 @@ def _train(run: Run, t_start: float) -> TrainResult:
 
 def _loop(run: Run, t_start: float) -> TrainResult:
     c = run.config
-    if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
+    if run.device.type == "cuda":                 # an earlier run's model in this process, not yet collected (a model with hooks or
+        gc.collect(); torch.cuda.empty_cache()    # graphs is a reference cycle), would count against this run's budget
+        torch.cuda.reset_peak_memory_stats(run.device)
     with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
     caching = {"caching": torch.cuda.max_memory_allocated(run.device)} if run.device.type == "cuda" else {}   # its peak, encoders included
     if caching and c.budget is not None and not run.rank: print(f"caching: peak {format_bytes(caching['caching'])} on the GPU (budget {format_bytes(parse_size(c.budget))})")
