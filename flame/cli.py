@@ -19,7 +19,7 @@ _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encode
                  alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, optimizer="adamw", base_dtype="bf16", weights_dtype="fp32", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
-                 caption_dropout=0.0, device="auto", nproc=1, progress=True, cuda_graph=False)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
+                 caption_dropout=0.0, device="auto", nproc=1, bucket_mb=25.0, progress=True, cuda_graph=False)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
 _EPILOG = """examples:
   flame train                                    the embedded demo: a LoRA that teaches a tiny Flux a new colour (CPU, minutes)
   flame train --model flux-dev --checkpoint flux1-dev.safetensors --vae FLUX.1-dev --text-encoder FLUX.1-dev \\
@@ -118,9 +118,12 @@ def _memory_samples_output(p, D):
                                                                "activation offload / weight streaming by measuring (default: no limit)")
     g.add_argument("--device", help=f"auto, cpu, cuda or cuda:N (default: {D['device']})")
     g.add_argument("--cuda-graph", action="store_true", help="replay each GPU step's forward and backward as CUDA graphs: faster where "
-                   "Python's kernel launches bound the step (small models, small batches); without --budget only (under one the step stays eager)")
+                   "Python's kernel launches bound the step (small models, small batches); under --budget held to it by the memory the graphs "
+                   "reserve (a first step over it goes on eagerly); a streamed or offloaded step stays eager")
     g.add_argument("--nproc", type=_nproc, metavar="N", help="processes, one per GPU (gloo on the CPU), each taking --batch-size samples of every "
                                                            f"micro-batch; auto: every visible GPU (default: {D['nproc']})")
+    g.add_argument("--bucket-mb", type=float, metavar="MB", help="with several processes, gradients are summed in buckets of this many MiB, "
+                                                                  f"each as soon as backward has produced it (default: {D['bucket_mb']:g})")
     g = p.add_argument_group("samples")
     g.add_argument("--sample-prompts", action="append", metavar="TEXT", help="a prompt of the sample grids; repeat the flag for more "
                                                                             "(default: the demo's prompts, or the first captions of the data)")

@@ -287,23 +287,20 @@ def _device(device):
     return d
 
 # %% ../nbs/20_streaming.ipynb #pgout001
-def _file_mapped(lo: int, hi: int) -> bool:
-    "Whether [lo, hi) lies in one mapping of a regular file (/proc/self/maps)."
-    try: lines = Path("/proc/self/maps").read_text().splitlines()
-    except OSError: return False
-    for line in lines:
-        f = line.split(maxsplit=5)
-        a, b = (int(x, 16) for x in f[0].split("-"))
-        if a <= lo and hi <= b: return len(f) == 6 and f[5].startswith("/") and not f[5].startswith(("/dev/", "/memfd:"))
-    return False
-
 def page_out(t: torch.Tensor) -> int:
-    "Hand back the resident pages of CPU tensor `t` that a file maps (see above); the bytes handed back (0: none, or not Linux)."
+    "Unmap the resident pages of CPU tensor `t` that a file (or shared memory) holds (see above); the bytes handed back."
     P = mmap.PAGESIZE
     lo, hi = -(-t.data_ptr() // P) * P, (t.data_ptr() + t.numel() * t.element_size()) // P * P   # whole pages of t's alone
-    if t.device.type != "cpu" or hi <= lo or not _file_mapped(lo, hi): return 0
+    if t.device.type != "cpu" or hi <= lo: return 0
+    try:
+        with open("/proc/self/pagemap", "rb") as f: f.seek(lo // P * 8); raw = f.read((hi - lo) // P * 8)
+    except OSError: return 0
+    flags = torch.frombuffer(bytearray(raw), dtype=torch.int64)
+    file, swapped, present = (flags >> 61) & 1 == 1, (flags >> 62) & 1 == 1, flags < 0        # bits 61, 62, 63
+    if not bool((file & present).any()) or bool(((present | swapped) & ~file).any()): return 0   # nothing to give, or a page to keep
     libc = ctypes.CDLL(None, use_errno=True)
-    return hi - lo if libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 21) == 0 else 0   # 21: MADV_PAGEOUT
+    ok = libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 4) == 0                      # 4: MADV_DONTNEED
+    return int((file & present).sum()) * P if ok else 0
 
 # %% ../nbs/20_streaming.ipynb #17fc8aff
 class _Engine:

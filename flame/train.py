@@ -23,6 +23,7 @@ from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
 from .streaming import BudgetTooSmall
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
+from .autograd import BucketReduce
 from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release
 from .lora import add_lora, save_lora
@@ -90,8 +91,9 @@ class TrainConfig:
     caption_dropout: float = 0.0         # probability that a sample trains on the empty caption "" (for classifier-free guidance)
     device: str = "auto"
     nproc: int | str = 1                 # processes (one per GPU), each taking batch_size samples of every micro-batch; "auto": every visible GPU
+    bucket_mb: float = 25.0              # several processes: gradients are summed in buckets of this many MiB, overlapped with backward
     progress: bool = True
-    cuda_graph: bool = False             # a GPU run without a budget: its step replayed as CUDA graphs, no per-kernel Python launches
+    cuda_graph: bool = False             # a GPU run's resident or checkpointed step replayed as CUDA graphs, no per-kernel Python launches
 
     def __post_init__(self): _validate(self)
 
@@ -135,6 +137,7 @@ def _validate(self: TrainConfig):
     if self.budget is not None: parse_size(self.budget, "budget")
     if self.nproc == "auto": self.nproc = torch.cuda.device_count() if self.device != "cpu" and torch.cuda.is_available() else 1
     if not isinstance(self.nproc, int) or isinstance(self.nproc, bool) or self.nproc < 1: _bad(self, "nproc", "an int >= 1 or 'auto'")
+    if isinstance(self.bucket_mb, bool) or not (isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0): _bad(self, "bucket_mb", "a positive number")
     if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
     if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
     if self.weights_dtype == "bf16" and self.mode != "full": _bad(self, "weights_dtype", "'fp32' with mode='lora' (LoRA factors are small: they train in fp32)")
@@ -242,12 +245,12 @@ def _rank_device(device: torch.device, world: int) -> torch.device:
     return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
 
 def all_reduce_step(run: Run, st, total: float) -> float:
-    "Sum the ranks' losses and flat gradients (one all-reduce of `grads.flat`): every rank then steps on the global batch's gradient."
+    "Sum the ranks' losses and flat gradients (the buckets the last backward started, then the rest): every rank steps on the global batch's."
     if run.world == 1: return total
     import torch.distributed as dist
-    flat = st.opt.grads.flat
-    loss = torch.tensor([total], dtype=torch.float64, device=flat.device)
-    dist.all_reduce(loss); dist.all_reduce(flat)              # (overlapping buckets with backward: not yet)
+    st.reducer.wait()
+    loss = torch.tensor([total], dtype=torch.float64, device=st.opt.grads.flat.device)
+    dist.all_reduce(loss)
     return loss.item()
 
 def _agree(run: Run, flag: bool) -> bool:
@@ -536,6 +539,7 @@ class TrainState:
     history: list = field(default_factory=list)
     step: int = 0
     last_checkpoint: Path | None = None
+    reducer: BucketReduce | None = None      # several processes: the gradients' all-reduce, in buckets overlapped with backward
 
 def _resume(run: Run, st: TrainState):
     ck, cmeta = load_file(run.resume_from), _checkpoint_meta(run.resume_from)
@@ -558,6 +562,7 @@ def start_state(run: Run) -> TrainState:
     opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
+    if run.world > 1: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))
     if run.resume_from is not None: _resume(run, st)
     return st
 
@@ -654,6 +659,7 @@ def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float
         with memory.activations():
             loss = micro_batch_loss(run, batch, c.grad_accum)
             del batch                                          # the backward needs none of it (Flux's T5 context: 67 MB at batch 8)
+            if st.reducer is not None and k == c.grad_accum - 1: st.reducer.arm()   # the step's last backward sums as it goes
             loss.backward()
         total += loss.item()
     total = all_reduce_step(run, st, total)                    # several processes: the global batch's loss and gradient, on every rank

@@ -1,0 +1,108 @@
+"""Several GPUs (flame train --nproc N, NCCL): a Flux-dev-size LoRA (random weights in BFL's single-file layout, r16) at 1024²,
+batch 1 per GPU under an 8 GB budget per GPU, trained on 1 GPU and on N — s/step, samples/s and the scaling (issue target:
+>= 1.85x on 2 GPUs) — and a check of the same path at a tiny size: N processes of batch 1 against 1 process of batch N
+(the same global batch: the same losses and LoRA, to bf16 rounding). Prints a table last and writes JSON.
+
+    python3 bench/distributed.py --out $OUT/distributed.json          # a machine with 2 or more GPUs (~37 GB of files in --work)
+    python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
+"""
+import argparse, json, statistics, sys, tempfile, time
+from dataclasses import replace
+from pathlib import Path
+import torch
+from flux import random_flux
+from train import SIZES
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "nbs"))
+SMOKE = dict(size="tiny", resolution=64, steps=3, budget=None)
+
+
+def setup_files(work: Path, size: str, device: str) -> dict:
+    "The random Flux checkpoint and a field with Flux's interface (tiny T5, CLIP and VAE: caching is not what is measured)."
+    from fixtures import tiny_field_components
+    from flame.models.flux import FluxConfig
+    ckpt, field = work / f"flux-{size}.safetensors", work / "field"
+    if not ckpt.exists():
+        flux = random_flux(FluxConfig.dev(**SIZES[size]), device, torch.bfloat16)
+        flux.save_safetensors(ckpt); del flux
+        if device == "cuda": torch.cuda.empty_cache()
+    if not field.exists(): tiny_field_components(field, latent_channels=16, vae_blocks=4, t5_dim=4096, clip_dim=768)
+    return {"checkpoint": str(ckpt), "field": str(field)}
+
+
+def run(cfg, data, size: str) -> dict:
+    """One run (N processes through flame's launcher when cfg.nproc > 1): rank 0's losses, s/step (median after the first) and peak.
+    A checkpoint of another size than Flux-dev's is given as a model (flux-dev's family checks the size; each process gets a copy)."""
+    from flame.models.flux import Flux
+    from flame.train import train, read_metrics
+    model = None
+    if size != "dev":
+        model = Flux.from_safetensors(cfg.checkpoint, dtype=torch.bfloat16 if cfg.device == "cuda" else torch.float32)
+        cfg = replace(cfg, checkpoint=None)
+    t0 = time.perf_counter()
+    r = train(cfg, model=model, data=data)
+    rows = read_metrics(Path(cfg.output) / "metrics.csv")
+    dts = [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])]
+    return {"nproc": cfg.nproc, "batch_size": cfg.batch_size, "policy": r.policy, "losses": r.losses, "weights": str(r.weights),
+            "s_per_step": statistics.median(dts) if dts else None, "peak_bytes": max(x["mem_bytes"] for x in rows),
+            "seconds": time.perf_counter() - t0}
+
+
+def rel(a, b) -> float:
+    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    return ((a - b).norm() / b.norm()).item()
+
+
+def lora_rel(a: str, b: str) -> float:
+    from safetensors.torch import load_file
+    x, y = load_file(a), load_file(b)
+    return max(rel(x[k].float(), y[k].float()) for k in y)
+
+
+def main():
+    from flux import parse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", choices=list(SIZES), default="dev", help="the Flux of the throughput runs")
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--resolution", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--budget", default="8GB", help="per GPU")
+    ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
+    a = parse(ap, SMOKE)
+    from flame.data import Shapes
+    from flame.train import TrainConfig
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    device = "cuda" if gpus >= a.nproc else "cpu"
+    if not a.smoke and device == "cpu": ap.exit(2, f"bench/distributed.py needs {a.nproc} CUDA GPUs (this machine has {gpus}); --smoke runs on the CPU\n")
+    work = Path(a.work or tempfile.mkdtemp())
+    files = setup_files(work, a.size, "cuda" if gpus else "cpu")
+    base = TrainConfig(model="flux-dev", checkpoint=files["checkpoint"], vae=files["field"], text_encoder=files["field"], budget=a.budget,
+                       resolution=a.resolution, steps=a.steps, batch_size=1, rank=16, lr=1e-4, save_every=0, sample_seeds=1, sample_steps=1,
+                       progress=False, overwrite=True, device=device)
+    data = Shapes(n=16, size=a.resolution)
+    res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "gpus": gpus, "date": time.strftime("%Y-%m-%d"),
+           "torch": torch.__version__, "size": a.size, "resolution": a.resolution, "budget_per_gpu": a.budget}
+    one = run(replace(base, output=str(work / "one")), data, a.size)
+    many = run(replace(base, output=str(work / "many"), nproc=a.nproc), data, a.size)
+    res["throughput"] = {"one": one, "many": many, "scaling": a.nproc * one["s_per_step"] / many["s_per_step"] if many["s_per_step"] else None}
+    # the same global batch on 1 and on N processes: tiny, no budget
+    if a.size != "tiny": files = setup_files(work, "tiny", "cuda" if gpus else "cpu")
+    small = replace(base, checkpoint=files["checkpoint"], budget=None, resolution=256 if device == "cuda" else 64, steps=3)
+    ref = run(replace(small, output=str(work / "ref"), batch_size=a.nproc), data, "tiny")
+    got = run(replace(small, output=str(work / "got"), nproc=a.nproc), data, "tiny")
+    res["same_global_batch"] = {"one": ref, "many": got, "losses_rel": rel(got["losses"], ref["losses"]), "lora_rel": lora_rel(got["weights"], ref["weights"])}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    t, s = res["throughput"], res["same_global_batch"]
+    print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} LoRA r16 at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
+    for k in ("one", "many"):
+        r = t[k]; sps = r["s_per_step"]
+        print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0)"
+              if sps else f"  {r['nproc']} process(es): too few steps to time")
+    if t["scaling"]: print(f"  scaling: {t['scaling']:.2f}x the samples/s of one process")
+    print(f"  same global batch ({a.nproc} x 1 vs 1 x {a.nproc}, tiny): losses rel {s['losses_rel']:.1e}, LoRA rel {s['lora_rel']:.1e}")
+
+
+if __name__ == "__main__":
+    main()
