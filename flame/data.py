@@ -268,13 +268,17 @@ def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), text
     from tqdm.auto import tqdm
     missing = [i for i in range(len(self.source.items)) if not self._latent_path(i).exists()]
     for i in tqdm(missing, desc="encoding images", disable=not progress): self.latent(i)
-    captions = list(dict.fromkeys(it.caption for it in self.source.items))
-    todo = [c for c in captions if not self._text_path(c).exists()]
-    more = [c for c in dict.fromkeys((*extra_captions, "")) if c not in captions and not self._text_path(c).exists()]   # "": caption dropout's
-    if todo or more:
-        with texts_on(): self._encode_texts(todo + more)
-    n = len(self.source.items)
-    return {"latents": (len(missing), n - len(missing)), "text": (len(todo), len(captions) - len(todo))}
+    captions, todo = set(it.caption for it in self.source.items), self.uncached(extra_captions)
+    if todo:
+        with texts_on(): self._encode_texts(todo)
+    n, new = len(self.source.items), len(captions.intersection(todo))
+    return {"latents": (len(missing), n - len(missing)), "text": (new, len(captions) - new)}
+
+@patch
+def uncached(self: LatentDataset, extra_captions=()) -> list[str]:
+    "The captions whose text embeddings the cache lacks: the data's, then `extra_captions` and the empty caption (caption dropout's)."
+    captions = dict.fromkeys(it.caption for it in self.source.items) | dict.fromkeys((*extra_captions, ""))
+    return [c for c in captions if not self._text_path(c).exists()]
 
 @patch
 def _offset(self: LatentDataset, j: int, epoch: int, dy: int, dx: int) -> tuple[int, int]:

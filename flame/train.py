@@ -35,10 +35,10 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path
            'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
            'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
            'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'start_output', 'save_samples',
-           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step',
-           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory', 'stream_store', 'RankFailed',
-           'launch', 'train']
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'run_prompts', 'start_output',
+           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory',
+           'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -522,7 +522,8 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     step = 64 if res % 64 == 0 and res >= 256 else res
     cached = any(getattr(e, "networks", None) for e in (vae, text))     # real encoders (not the tiny family's): encode once, to the run's cache
     ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
-    if cached and device.type == "cuda" and c.budget is not None: check_encoders(parse_size(c.budget, "budget"), text)   # before writing
+    if cached and device.type == "cuda" and c.budget is not None and ds.uncached(run_prompts(c, source)):   # (all cached: never read)
+        check_encoders(parse_size(c.budget, "budget"), text)                                                  # before writing
     _adapt(c, model)
     check_budget(model, c.budget, c.optimizer)
     resume_from = _check_resume(c, out, base) if c.resume else None
@@ -749,6 +750,10 @@ def fit_vae(run: Run, log=print, sides=(64, 96, 128)) -> bool:
         "it encodes and decodes in tiles")
     return True
 
+def run_prompts(c: TrainConfig, source) -> tuple:
+    "The prompts of the sample grids: the config's, else the data's own (the demo's), else the data's first four captions."
+    return c.sample_prompts or getattr(source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in source.items))[:4]
+
 def start_output(run: Run, log=print) -> Prompts:
     "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."
     c, ds = run.config, run.data
@@ -758,7 +763,7 @@ def start_output(run: Run, log=print) -> Prompts:
     atomic_write(out / "config.json", json.dumps(asdict(c), indent=1, default=str))
     if uncaptioned := getattr(ds.source, "uncaptioned", None):
         log(f"data: {len(uncaptioned)} of {len(ds.source.items)} images have no caption: they train on the empty caption (--allow-empty-captions)")
-    prompts = c.sample_prompts or getattr(ds.source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in ds.source.items))[:4]
+    prompts = run_prompts(c, ds.source)
     if ds.cache_dir is not None:                                       # images first, then the text encoders on the GPU (in the budget)
         fit_vae(run, log)                                              # (a VAE whose one image would not fit: in tiles)
         counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda: text_on(run.device, c.budget, ds, log))
@@ -1061,8 +1066,10 @@ def _loop(run: Run, t_start: float) -> TrainResult:
     with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
     caching = {"caching": torch.cuda.max_memory_allocated(run.device)} if run.device.type == "cuda" else {}   # its peak, encoders included
     if caching and c.budget is not None and not run.rank: print(f"caching: peak {format_bytes(caching['caching'])} on the GPU (budget {format_bytes(parse_size(c.budget))})")
-    if run.data.cache_dir is not None and (freed := release(run.data.text_encoder)) and not run.rank:   # every caption is cached
-        print(f"text encoders released: {format_bytes(freed)} of host memory")
+    if run.data.cache_dir is not None:                                # every caption is cached: the text encoders are done
+        unread, freed = getattr(run.data.text_encoder, "unread", False), release(run.data.text_encoder)
+        if not run.rank and (unread or freed):
+            print("text encoders: never read (every caption was cached)" if unread else f"text encoders released: {format_bytes(freed)} of host memory")
     with _timed(run, "planning"):
         st = start_state(run)                                         # optimizer, EMA: fresh or resumed
         memory = plan_run_memory(run, st)                             # resident, checkpoint, offload or stream

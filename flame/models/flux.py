@@ -18,7 +18,7 @@ from ..autograd import checkpoint
 from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, read_checkpoint, variant_loader, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
                                  Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
                                  rope_attention, split_heads, timestep_embedding,
-                                 write_safetensors, text_parts, _fingerprint)
+                                 write_safetensors, text_parts, LaterNets, _fingerprint)
 from .layers import check_shape as _check
 from .layers import _listing
 
@@ -363,15 +363,16 @@ Flux.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_fl
 # %% ../../nbs/31_flux.ipynb #3f243725
 _TEXT_PARTS = [("text_encoder", "CLIP text model"), ("tokenizer", "CLIP tokenizer"), ("text_encoder_2", "T5 encoder"), ("tokenizer_2", "T5 tokenizer")]
 
-class FluxTextEncoder:
-    "Flux's text conditioning from a local diffusers-layout folder: T5 per-token context and CLIP pooled vector."
+class FluxTextEncoder(LaterNets):
+    "Flux's text conditioning from a local diffusers-layout folder: T5 per-token context and CLIP pooled vector (read on first use)."
     def __init__(self, path, max_length: int = 512, device="cpu", dtype: torch.dtype = torch.float32):
         from transformers import CLIPTextModel, T5EncoderModel
         got, parts = text_parts(path, _TEXT_PARTS, "Flux", {"text_encoder": CLIPTextModel.from_pretrained, "text_encoder_2": T5EncoderModel.from_pretrained},
                                 device=device, dtype=dtype, what="T5/CLIP")
-        self.clip_tokenizer, self.t5_tokenizer, self.clip, self.t5 = (got[k] for k in ("tokenizer", "tokenizer_2", "text_encoder", "text_encoder_2"))
+        self.clip_tokenizer, self.t5_tokenizer = got["tokenizer"], got["tokenizer_2"]
+        self._later = {"clip": got["text_encoder"].load, "t5": got["text_encoder_2"].load}
         self.max_length, self.device = max_length, torch.device(device)
-        self.dim, self.pooled_dim = self.t5.config.d_model, self.clip.config.hidden_size
+        self.dim, self.pooled_dim = got["text_encoder_2"].config.d_model, got["text_encoder"].config.hidden_size
         self.name = f"flux-text:{max_length}:{_fingerprint(*parts.values())}"
     def _ids(self, tokenizer, captions, n):
         return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)

@@ -26,10 +26,10 @@ __all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding',
            'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
            'read_safetensors', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state',
            'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
-           'guess_checkpoint', 'checkpoint_id', 'text_parts', 'DiffusersVAE', 'ldm_vae_config', 'clip_state',
-           'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'check_encoders',
-           'encoders_on', 'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
-           'FinalLayer', 'check_shape', 'Family', 'family']
+           'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config',
+           'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes',
+           'check_encoders', 'encoders_on', 'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model',
+           'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -452,19 +452,43 @@ def _component(path, sub: str, what: str, arg: str, alone: bool = True) -> Path:
         if (d / "config.json").is_file() or (d / "tokenizer_config.json").is_file(): return d
     raise ValueError(f"{arg}: {root} holds no {what} (expected a folder with config.json, or a diffusers model folder with {sub}/)")
 
+class Later(NamedTuple):
+    "A network not read yet: its `config`, and `load()`, which reads it (frozen, on its device, in its dtype)."
+    config: object
+    load: Callable[[], nn.Module]
+
 def text_parts(path, parts, family: str, builders: dict, *, device, dtype, what: str) -> tuple[dict, dict]:
     """The text stack of a local diffusers `family` folder: `parts` [(subfolder, what it holds)], tokenizers by `AutoTokenizer`,
-    models by `builders[sub](folder, torch_dtype=dtype)`, frozen on `device`; ({sub: loaded}, {sub: folder}). One line on anything missing."""
-    from transformers import AutoTokenizer
+    models as `Later`s (read by `builders[sub](folder, torch_dtype=dtype)`, frozen on `device`, when first needed; their
+    configs and safetensors headers read now); ({sub: tokenizer or Later}, {sub: folder}). One line on anything missing."""
+    from transformers import AutoConfig, AutoTokenizer
     root = Path(path)
     if not root.is_dir():
         raise ValueError(f"text_encoder: {root} is not a folder (expected a diffusers {family} folder with {', '.join(k + '/' for k, _ in parts)})")
     folders = {k: _component(root, k, w, "text_encoder", alone=False) for k, w in parts}
+    def later(k, f):
+        def load():
+            try:
+                with _quiet(): return builders[k](f, torch_dtype=dtype).to(device=device, dtype=dtype).eval().requires_grad_(False)
+            except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load {what} from {root} ({err})") from None
+        if not any(f.glob("*.safetensors*")):                     # (no safetensors header to check: read now)
+            net = load(); return Later(net.config, lambda: net)
+        read_safetensors(f)                                       # a damaged file says so now, before the run writes anything
+        return Later(AutoConfig.from_pretrained(f), load)
     try:
-        with _quiet():
-            return {k: AutoTokenizer.from_pretrained(f) if k not in builders else builders[k](f, torch_dtype=dtype).to(device=device, dtype=dtype).eval().requires_grad_(False)
-                    for k, f in folders.items()}, folders
+        with _quiet(): return {k: AutoTokenizer.from_pretrained(f) if k not in builders else later(k, f) for k, f in folders.items()}, folders
     except (OSError, ValueError, KeyError, TypeError) as err: raise ValueError(f"text_encoder: cannot load {what} from {root} ({err})") from None
+
+# %% ../../nbs/30_models.ipynb #later001
+class LaterNets:
+    "Attributes in `self._later` ({name: loader}) are loaded when first asked for; `unread` while any is not."
+    def __getattr__(self, name):
+        later = self.__dict__.get("_later") or {}
+        if name not in later: raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = later.pop(name)(); setattr(self, name, value)
+        return value
+    @property
+    def unread(self) -> bool: return bool(self.__dict__.get("_later"))
 
 # %% ../../nbs/30_models.ipynb #df06fe66
 class DiffusersVAE:
@@ -595,11 +619,16 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
         if device.type == "cuda": torch.cuda.empty_cache()
 
 # %% ../../nbs/30_models.ipynb #enc0b0d6
+def _released(): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
+
 def release(*encoders) -> int:
-    "Free the weights of `encoders` whose work is done (their networks go to the meta device); the bytes freed."
-    nets = [n for e in encoders for n in getattr(e, "networks", None) or []]
-    freed = sum(map(weight_bytes, nets))
-    for n in nets: n.to("meta")
+    "Free the weights of `encoders` whose work is done (their networks go to the meta device; never read: they never will be); the bytes freed."
+    freed = 0
+    for e in encoders:
+        if getattr(e, "unread", False): e._later = dict.fromkeys(e._later, _released); continue
+        nets = getattr(e, "networks", None) or []
+        freed += sum(map(weight_bytes, nets))
+        for n in nets: n.to("meta")
     return freed
 
 # %% ../../nbs/30_models.ipynb #2fa1ce4d

@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
-                                 split_heads, timestep_embedding, write_safetensors, text_parts, _fingerprint, _count, clip_state,
+                                 split_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
                                  ldm_vae_config, load_part, read_safetensors, single_file_tensors)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
@@ -320,7 +320,7 @@ SD3.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_sd3
 _SD3_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L tokenizer"), ("text_encoder_2", "OpenCLIP bigG text model"),
                    ("tokenizer_2", "OpenCLIP bigG tokenizer"), ("text_encoder_3", "T5 encoder"), ("tokenizer_3", "T5 tokenizer")]
 
-class SD3TextEncoder:
+class SD3TextEncoder(LaterNets):
     "SD3's text conditioning from a local diffusers SD3 folder: [CLIP-L ‖ bigG penultimate states, zero-padded; T5 tokens] and the two CLIPs' projected pooled vectors."
     def __init__(self, path, max_length: int = 256, device="cpu", dtype: torch.dtype = torch.float32):
         from transformers import CLIPTextModelWithProjection, T5EncoderModel
@@ -328,16 +328,17 @@ class SD3TextEncoder:
         clip = CLIPTextModelWithProjection.from_pretrained
         got, parts = text_parts(path, _SD3_TEXT_PARTS, "SD3", {"text_encoder": clip, "text_encoder_2": clip, "text_encoder_3": T5EncoderModel.from_pretrained},
                                 device=device, dtype=dtype, what="CLIP-L/bigG/T5")
-        self._take([got[k] for k in ("tokenizer", "tokenizer_2", "tokenizer_3")], [got[k] for k in ("text_encoder", "text_encoder_2", "text_encoder_3")],
-                   max_length, device, f"sd3-text:{max_length}:{_fingerprint(*parts.values())}")
-    def _take(self, tokenizers, nets, max_length, device, name):
-        "Keep the tokenizers, the two CLIPs and T5; check that the CLIPs' joined width fits T5's."
-        self.tokenizers, (*self.clips, self.t5) = tokenizers, nets
+        l, g, t5 = (got[k] for k in ("text_encoder", "text_encoder_2", "text_encoder_3"))
+        self._take([got[k] for k in ("tokenizer", "tokenizer_2", "tokenizer_3")], [l.config, g.config, t5.config],
+                   lambda: [l.load(), g.load()], t5.load, max_length, device, f"sd3-text:{max_length}:{_fingerprint(*parts.values())}")
+    def _take(self, tokenizers, configs, clips, t5, max_length, device, name):
+        "Keep the tokenizers, and the two CLIPs and T5 to read on first use (`clips()`, `t5()`); check that the CLIPs' joined width fits T5's."
+        self.tokenizers, self._later = tokenizers, {"clips": clips, "t5": t5}
         self.max_length, self.device, self.name = max_length, torch.device(device), name
-        self.dim = self.t5.config.d_model
-        widths = [c.config.hidden_size for c in self.clips]
+        self.dim = configs[2].d_model
+        widths = [c.hidden_size for c in configs[:2]]
         if sum(widths) > self.dim: raise ValueError(f"text_encoder: the CLIP widths {widths} add up to more than T5's {self.dim}")
-        self.pooled_dim = sum(c.config.projection_dim for c in self.clips)
+        self.pooled_dim = sum(c.projection_dim for c in configs[:2])
     @property
     def networks(self): return [*self.clips, self.t5]               # what `encoders_on` places (30_models)
     @property
@@ -405,7 +406,9 @@ def _from_single_file(self: SD3TextEncoder, path: Path, max_length: int, device,
     "Both CLIPs and T5 from a Stability SD3 single file, the tokenizers from the Hugging Face cache."
     nets = [sd3_single_file_part(path, k).to(device=device, dtype=dtype).eval().requires_grad_(False) for k in ("text_encoder", "text_encoder_2", "text_encoder_3")]
     tokenizers = hub_tokenizers()
-    self._take(tokenizers, nets, max_length, device, f"sd3-text:{max_length}:{_fingerprint(path)}:" + ",".join(t.name_or_path.split("/")[-1] for t in tokenizers))
+    self._take(tokenizers, [n.config for n in nets], lambda: nets[:2], lambda: nets[2], max_length, device,
+               f"sd3-text:{max_length}:{_fingerprint(path)}:" + ",".join(t.name_or_path.split("/")[-1] for t in tokenizers))
+    self.clips, self.t5                                       # read already (a single file's parts come out of it together)
 
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")

@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
-                                 read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, _fingerprint,
+                                 read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, LaterNets, _fingerprint,
                                  _count, clip_state, ldm_vae_config, load_part, single_file_tensors)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
@@ -441,7 +441,7 @@ def hub_tokenizers(cache_dir=None, download: bool = True) -> list:
 _SDXL_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L tokenizer"),
                     ("text_encoder_2", "OpenCLIP bigG text model"), ("tokenizer_2", "OpenCLIP bigG tokenizer")]
 
-class SDXLTextEncoder:
+class SDXLTextEncoder(LaterNets):
     "SDXL's text conditioning: [CLIP-L ‖ bigG] penultimate hidden states and bigG's projected pooled vector; from a diffusers folder (`weights`: a single file)."
     def __init__(self, path, device="cpu", dtype: torch.dtype = torch.float32, weights=None):
         from transformers import CLIPTextModel, CLIPTextModelWithProjection
@@ -450,9 +450,9 @@ class SDXLTextEncoder:
             return cls.from_pretrained if weights is None else (lambda folder, **_: single_file_part(weights, k, cls(cls.config_class.from_pretrained(folder))))
         got, parts = text_parts(path, _SDXL_TEXT_PARTS, "SDXL", {"text_encoder": build(CLIPTextModel, "text_encoder"),
                                 "text_encoder_2": build(CLIPTextModelWithProjection, "text_encoder_2")}, device=device, dtype=dtype, what="CLIP-L/bigG")
-        self.tokenizers, self.clips = [got["tokenizer"], got["tokenizer_2"]], [got["text_encoder"], got["text_encoder_2"]]
-        self.device = torch.device(device)
-        self.dim, self.pooled_dim = sum(c.config.hidden_size for c in self.clips), self.clips[1].config.projection_dim
+        (l, g), self.tokenizers = (got["text_encoder"], got["text_encoder_2"]), [got["tokenizer"], got["tokenizer_2"]]
+        self._later, self.device = {"clips": lambda: [l.load(), g.load()]}, torch.device(device)   # read on first use
+        self.dim, self.pooled_dim = l.config.hidden_size + g.config.hidden_size, g.config.projection_dim
         sources = [parts["tokenizer"], parts["tokenizer_2"]] + ([parts["text_encoder"], parts["text_encoder_2"]] if weights is None else [Path(weights)])
         self.name = f"sdxl-text:{_fingerprint(*sources)}"
     @property
