@@ -249,10 +249,10 @@ def empty_text(self: LatentDataset) -> tuple[Tensor, Tensor]:
     return self._empty
 
 @patch
-def _encode_texts(self: LatentDataset, captions):
+def _encode_texts(self: LatentDataset, captions, record: Callable | None = None):
     for k in range(0, len(captions), self.caption_batch):
         part = captions[k:k + self.caption_batch]
-        context, pooled = self.text_encoder.encode(part)
+        with record("captions") if record and k == 0 else nullcontext(): context, pooled = self.text_encoder.encode(part)
         for c, x, y in zip(part, context.cpu(), pooled.cpu()): self._store(self._text_path(c), {"context": x, "pooled": y}, caption=c)
 
 @patch
@@ -261,16 +261,20 @@ def _store(self: LatentDataset, path, tensors, **meta):
 
 # %% ../nbs/60_data.ipynb #61d56e5b
 @patch
-def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), texts_on: Callable = nullcontext) -> dict:
-    """Encode whatever the cache lacks — the images, then the captions and `extra_captions` (sample prompts) inside `texts_on()`
-    (the trainer's: its text encoders on the GPU, within the budget); counts {'latents': (encoded, reused), 'text': (encoded, reused)} of the data's."""
+def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), texts_on: Callable = nullcontext,
+            record: Callable | None = None) -> dict:
+    """Encode whatever the cache lacks — the images (the largest first), then the captions and `extra_captions` (sample prompts)
+    inside `texts_on()` (the trainer's: its text encoders on the GPU, within the budget); `record(what)`, if given, is a context
+    around the first of each ("images": the largest image, "captions": the first batch). Counts {'latents': (encoded, reused),
+    'text': (encoded, reused)} of the data's."""
     if self.cache_dir is None: raise ValueError("cache_dir: prepare() fills the cache; this dataset has none")
     from tqdm.auto import tqdm
-    missing = [i for i in range(len(self.source.items)) if not self._latent_path(i).exists()]
-    for i in tqdm(missing, desc="encoding images", disable=not progress): self.latent(i)
+    missing = sorted((i for i in range(len(self.source.items)) if not self._latent_path(i).exists()), key=lambda i: -math.prod(self.cover[i]))
+    for k, i in enumerate(tqdm(missing, desc="encoding images", disable=not progress)):
+        with record("images") if record and k == 0 else nullcontext(): self.latent(i)
     captions, todo = set(it.caption for it in self.source.items), self.uncached(extra_captions)
     if todo:
-        with texts_on(): self._encode_texts(todo)
+        with texts_on(): self._encode_texts(todo, record)
     n, new = len(self.source.items), len(captions.intersection(todo))
     return {"latents": (len(missing), n - len(missing)), "text": (new, len(captions) - new)}
 

@@ -35,8 +35,8 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path
            'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
            'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
            'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'run_prompts', 'start_output',
-           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'run_prompts',
+           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
            'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory',
            'stream_store', 'RankFailed', 'launch', 'train']
 
@@ -750,6 +750,17 @@ def fit_vae(run: Run, log=print, sides=(64, 96, 128)) -> bool:
         "it encodes and decodes in tiles")
     return True
 
+def save_caching_memory(run: Run, timelines: dict):
+    """The caching stage's memory, beside the training step's: `memory-caching.png` and `memory-caching-<what>.json` for each
+    encode recorded (the largest image, the first caption batch: the rest repeat them, so the record stays bounded)."""
+    from matplotlib.figure import Figure
+    if not timelines: return                                           # (everything was cached already)
+    fig = Figure(figsize=(9, 3.2 * len(timelines)))
+    for ax, (what, tl) in zip(fig.subplots(len(timelines), 1, squeeze=False)[:, 0], timelines.items()):
+        which = {"images": "the largest image", "captions": "the first caption batch"}.get(what, what)
+        tl.plot(ax, title=f"memory while caching: encoding {which} ({run.device})"); tl.save(run.out / f"memory-caching-{what}.json")
+    fig.tight_layout(); _figure_png(fig, run.out / "memory-caching.png")
+
 def run_prompts(c: TrainConfig, source) -> tuple:
     "The prompts of the sample grids: the config's, else the data's own (the demo's), else the data's first four captions."
     return c.sample_prompts or getattr(source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in source.items))[:4]
@@ -766,7 +777,12 @@ def start_output(run: Run, log=print) -> Prompts:
     prompts = run_prompts(c, ds.source)
     if ds.cache_dir is not None:                                       # images first, then the text encoders on the GPU (in the budget)
         fit_vae(run, log)                                              # (a VAE whose one image would not fit: in tiles)
-        counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda: text_on(run.device, c.budget, ds, log))
+        timelines = {}
+        @contextmanager
+        def record(what):                                              # the largest image's encode, the first caption batch's
+            with MemoryTimeline(device=run.device) as timelines[what]: yield
+        counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda: text_on(run.device, c.budget, ds, log), record=record)
+        save_caching_memory(run, timelines)
         log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
             f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
     if run.world > 1: _broadcast(run, run.data.cache_dir)
