@@ -1,14 +1,15 @@
 """Page-locking a fresh host pool in place (what the streaming engine does with its pool: cudaHostRegister), in 4 KiB pages
-and after asking for transparent huge pages (madvise MADV_HUGEPAGE, as flame.streaming's _pin does); then host→device copy
+and after asking for transparent huge pages (flame.streaming's `_huge_pages`, as its `_pin` does); then host→device copy
 speed from it. Alternating runs, the first of each discarded as warm-up. Prints a table, writes JSON.
 
     python3 bench/pinning.py --out bench/results/pinning.json     # GPU: an 8 GiB pool
     python3 bench/pinning.py --smoke --out /tmp/pinning.json      # 256 MiB
 """
-import argparse, ctypes, json, statistics, time
+import argparse, json, statistics, time
 from pathlib import Path
 import torch
 from flux import parse
+from flame.streaming import _huge_pages          # what the streaming engine's pool asks for before page-locking
 
 SMOKE = dict(gib=0.25, reps=2)
 
@@ -16,9 +17,7 @@ SMOKE = dict(gib=0.25, reps=2)
 def pin_once(n: int, huge: bool) -> tuple[float, float]:
     "Seconds to page-lock a fresh n-byte pool, and host→device GiB/s from it."
     t = torch.empty(n, dtype=torch.uint8)
-    if huge:
-        lo = -(-t.data_ptr() // (2 << 20)) * (2 << 20)
-        ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t((t.data_ptr() + n - lo) // (2 << 20) * (2 << 20)), 14)
+    if huge: _huge_pages(t)
     t0 = time.perf_counter()
     if int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), n, 0)) != 0: raise RuntimeError("cudaHostRegister failed")
     locked = time.perf_counter() - t0

@@ -270,11 +270,18 @@ def _place(self: _Ring, u, s):
     return (u, s)
 
 # %% ../nbs/20_streaming.ipynb #9edf6cf1
+def _inner_pages(t, size: int) -> tuple[int, int]:
+    "[lo, hi): the whole `size`-byte pages that CPU tensor `t`'s bytes cover (empty if none)."
+    return -(-t.data_ptr() // size) * size, (t.data_ptr() + t.numel() * t.element_size()) // size * size
+
+def _huge_pages(t):
+    "Ask for 2 MiB pages under `t`'s memory before it is first touched (MADV_HUGEPAGE; where the kernel gives none: nothing)."
+    lo, hi = _inner_pages(t, 2 << 20)
+    if hi > lo: ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 14)
+
 def _pin(t):
     "Page-lock `t`'s memory in place (asking for 2 MiB pages first: fewer to fault in and lock); returns whether it worked."
-    huge = 2 << 20
-    lo = -(-t.data_ptr() // huge) * huge; n = (t.data_ptr() + t.numel() - lo) // huge * huge
-    if n > 0: ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(n), 14)   # MADV_HUGEPAGE; without THP: nothing
+    _huge_pages(t)
     try: return int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel(), 0)) == 0 and t.is_pinned()
     except Exception: return False
 
@@ -293,7 +300,7 @@ def _device(device):
 def page_out(t: torch.Tensor) -> int:
     "Unmap the resident pages of CPU tensor `t` that a file (or shared memory) holds (see above); the bytes handed back."
     P = mmap.PAGESIZE
-    lo, hi = -(-t.data_ptr() // P) * P, (t.data_ptr() + t.numel() * t.element_size()) // P * P   # whole pages of t's alone
+    lo, hi = _inner_pages(t, P)                               # whole pages of t's alone
     if t.device.type != "cpu" or hi <= lo: return 0
     try:
         with open("/proc/self/pagemap", "rb") as f: f.seek(lo // P * 8); raw = f.read((hi - lo) // P * 8)

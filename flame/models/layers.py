@@ -592,13 +592,15 @@ def check_encoders(budget: int | None, *encoders):
     if budget is not None: _placement(nets, budget)
 
 # %% ../../nbs/30_models.ipynb #enc0b0d2
+def _released(): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
+
 @contextmanager
 def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], object] | None = None, store_dir=None, log=None):
     """Bring `encoders` (each with `networks` and `device`) from the CPU to `device` for the block, within `budget` bytes; then
     back to the CPU. `probe()` is a typical encoding (it measures a streamed network's plan); on the CPU streaming reads `store_dir`."""
     device, encoders = torch.device(device), [e for e in encoders if getattr(e, "networks", None)]   # (others stay as they are)
     nets = [n for e in encoders for n in e.networks]
-    if any(p.is_meta for n in nets for p in n.parameters()): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
+    if any(p.is_meta for n in nets for p in n.parameters()): _released()
     held = torch.cuda.memory_allocated(device) if device.type == "cuda" and budget is not None else 0
     if nets and budget is not None and held >= budget:
         raise ValueError(f"budget: {format_bytes(budget)} leaves nothing for the encoders: {format_bytes(held)} is already allocated on {device}")
@@ -619,8 +621,6 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
         if device.type == "cuda": torch.cuda.empty_cache()
 
 # %% ../../nbs/30_models.ipynb #enc0b0d6
-def _released(): raise ValueError("encoders: released (their weights were freed once the captions were cached)")
-
 def release(*encoders) -> int:
     "Free the weights of `encoders` whose work is done (their networks go to the meta device; never read: they never will be); the bytes freed."
     freed = 0

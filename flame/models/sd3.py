@@ -330,10 +330,11 @@ class SD3TextEncoder(LaterNets):
                                 device=device, dtype=dtype, what="CLIP-L/bigG/T5")
         l, g, t5 = (got[k] for k in ("text_encoder", "text_encoder_2", "text_encoder_3"))
         self._take([got[k] for k in ("tokenizer", "tokenizer_2", "tokenizer_3")], [l.config, g.config, t5.config],
-                   lambda: [l.load(), g.load()], t5.load, max_length, device, f"sd3-text:{max_length}:{_fingerprint(*parts.values())}")
-    def _take(self, tokenizers, configs, clips, t5, max_length, device, name):
-        "Keep the tokenizers, and the two CLIPs and T5 to read on first use (`clips()`, `t5()`); check that the CLIPs' joined width fits T5's."
-        self.tokenizers, self._later = tokenizers, {"clips": clips, "t5": t5}
+                   max_length, device, f"sd3-text:{max_length}:{_fingerprint(*parts.values())}")
+        self._later = {"clips": lambda: [l.load(), g.load()], "t5": t5.load}   # read on first use
+    def _take(self, tokenizers, configs, max_length, device, name):
+        "Keep the tokenizers; the widths from the CLIPs' and T5's `configs`, checking that the CLIPs' joined width fits T5's."
+        self.tokenizers = tokenizers
         self.max_length, self.device, self.name = max_length, torch.device(device), name
         self.dim = configs[2].d_model
         widths = [c.hidden_size for c in configs[:2]]
@@ -406,9 +407,9 @@ def _from_single_file(self: SD3TextEncoder, path: Path, max_length: int, device,
     "Both CLIPs and T5 from a Stability SD3 single file, the tokenizers from the Hugging Face cache."
     nets = [sd3_single_file_part(path, k).to(device=device, dtype=dtype).eval().requires_grad_(False) for k in ("text_encoder", "text_encoder_2", "text_encoder_3")]
     tokenizers = hub_tokenizers()
-    self._take(tokenizers, [n.config for n in nets], lambda: nets[:2], lambda: nets[2], max_length, device,
+    self._take(tokenizers, [n.config for n in nets], max_length, device,
                f"sd3-text:{max_length}:{_fingerprint(path)}:" + ",".join(t.name_or_path.split("/")[-1] for t in tokenizers))
-    self.clips, self.t5                                       # read already (a single file's parts come out of it together)
+    (*self.clips, self.t5) = nets                             # read already (a single file's parts come out of it together)
 
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")
