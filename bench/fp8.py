@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""fp8 matmul benchmark (issue 17): FLAME's W8A16 Triton matmul (`fp8_linear`: e4m3fn weight, per-channel fp32
-scale applied in the epilogue) against cuBLAS bf16 (`F.linear` on a bf16 weight) and against dequantizing the fp8
-weight into a bf16 copy and then `F.linear` (what a streamed fp8 ring slot would do without the kernel), at Flux's
-linear shapes for one 1024² image (4096 + 512 tokens), forward and forward + dgrad (the gradient w.r.t. x only: the
-frozen weight gets none). GPU time through CUDA graphs (flame.kernels.core.bench), median after warm-up, all in one
-run; each row also records the kernel's forward error against the fp32 reference. Prints a table, writes JSON.
+"""fp8 matmul benchmark (issue 17): FLAME's `fp8_linear` (e4m3fn weight, per-channel fp32 scale) as dispatched — each
+shape timed once between the W8A16 Triton kernel and FLAME's fused dequantize + cuBLAS, the faster kept (the `path`
+column) — against the Triton kernel alone, cuBLAS bf16 (`F.linear` on a bf16 weight) and PyTorch's dequantize (three
+passes) + `F.linear`, at Flux's linear shapes for one 1024² image (4096 + 512 tokens), forward and forward + dgrad (the
+gradient w.r.t. x only: the frozen weight gets none). GPU time through CUDA graphs (flame.kernels.core.bench), median
+after warm-up, all in one run; each row also records FLAME's forward error against the fp32 reference. Prints a
+table, writes JSON.
 
     python bench/fp8.py --out bench/results/fp8.json
     python bench/fp8.py --smoke --out /tmp/fp8.json      # two tiny shapes, same code path
@@ -19,12 +20,27 @@ SHAPES = {"qkv 3072→9216": (M, 3072, 9216), "mlp in 3072→12288": (M, 3072, 1
 SMOKE_SHAPES = {"tiny": (256, 256, 384), "ragged": (333, 192, 200)}
 
 def impls(x, w, s, b):
-    "name -> callable(x) for the three ways to compute y."
+    "name -> callable(x) for the four ways to compute y."
     import torch, torch.nn.functional as F
     from flame.kernels.fp8_matmul import fp8_linear, dequantize_fp8
     w16 = dequantize_fp8(w, s, torch.bfloat16)
     return {"flame fp8": lambda x: fp8_linear(x, w, s, b), "cuBLAS bf16": lambda x: F.linear(x, w16, b),
             "dequant+cuBLAS": lambda x: F.linear(x, dequantize_fp8(w, s, torch.bfloat16), b)}
+
+def triton_only(x, w, s, b, dy):
+    "(forward, forward + dgrad) through the Triton kernel alone, its tiles timed among themselves (no autograd around it)."
+    from flame.kernels.fp8_matmul import _fp8_mm, _mm_candidates, _CUBLAS
+    tiles = [c for c in _mm_candidates(x.shape[0], w.shape[0]) if c is not _CUBLAS]
+    fwd = lambda: _fp8_mm(x, w, s, b, w.shape[0], True, tiles)
+    return fwd, lambda: (fwd(), _fp8_mm(dy, w, s, None, w.shape[1], False, tiles))
+
+def path(M, K, N, transpose_w) -> str:
+    "The path `fp8_linear` kept for this problem (after it ran once)."
+    import torch, triton
+    from flame.kernels.core import _TUNED
+    n, k = (N, K) if transpose_w else (K, N)
+    cfg = _TUNED.get(("fp8_mm", (triton.next_power_of_2(M), n, k, torch.bfloat16, transpose_w, 1)), {})
+    return "dequant+cuBLAS" if cfg.get("cublas") else f"triton {cfg}"
 
 def case(name, shape, kw):
     import torch
@@ -41,6 +57,8 @@ def case(name, shape, kw):
     for impl, fn in fns.items():
         row[f"{impl} fwd ms"] = bench(lambda: fn(x), graph=True, **kw)
         row[f"{impl} fwd+dgrad ms"] = bench(lambda: torch.autograd.grad(fn(xg), xg, dy), graph=True, **kw)
+    for p, fn in zip(("fwd", "fwd+dgrad"), triton_only(x, w, s, b, dy)): row[f"triton {p} ms"] = bench(fn, graph=True, **kw)
+    row["path fwd"], row["path dgrad"] = path(Mr, K, N, True), path(Mr, K, N, False)
     for p in ("fwd", "fwd+dgrad"):
         row[f"x cuBLAS {p}"] = row[f"cuBLAS bf16 {p} ms"] / row[f"flame fp8 {p} ms"]
         row[f"x dequant {p}"] = row[f"dequant+cuBLAS {p} ms"] / row[f"flame fp8 {p} ms"]
@@ -49,10 +67,12 @@ def case(name, shape, kw):
 
 def table(res) -> str:
     lines = [f"{res['device']}, {res['date']} (torch {res['torch']}, triton {res['triton']}); x = peer ms / FLAME ms",
-             "| case | pass | FLAME fp8 ms | cuBLAS bf16 ms | dequant+cuBLAS ms | × cuBLAS | × dequant |", "|---|---|---|---|---|---|---|"]
+             "| case | pass | FLAME fp8 ms | path (fwd; dgrad) | Triton kernel ms | cuBLAS bf16 ms | PyTorch dequant+cuBLAS ms | × cuBLAS | × dequant |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         for p in ("fwd", "fwd+dgrad"):
-            lines.append(f"| {r['case']} | {p} | {r[f'flame fp8 {p} ms']:.3f} | {r[f'cuBLAS bf16 {p} ms']:.3f} | "
+            paths = r["path fwd"] if p == "fwd" else f"{r['path fwd']}; {r['path dgrad']}"
+            lines.append(f"| {r['case']} | {p} | {r[f'flame fp8 {p} ms']:.3f} | {paths} | {r[f'triton {p} ms']:.3f} | {r[f'cuBLAS bf16 {p} ms']:.3f} | "
                          f"{r[f'dequant+cuBLAS {p} ms']:.3f} | {r[f'x cuBLAS {p}']:.2f} | {r[f'x dequant {p}']:.2f} |")
     return "\n".join(lines)
 

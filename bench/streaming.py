@@ -3,7 +3,12 @@
 activations) with checkpointing. Resident vs streamed under 8 GB and 24 GB budgets, forward-only all
 streamed vs the copy floor, predicted (plan) vs measured. Prints a table, writes JSON.
 
+With --base-dtype fp8 (issue 17) the resident bf16 step is measured first, then the model's linear weights become
+e4m3fn (flame.models.fp8.to_fp8, Flux's skip list) and the same rows follow on the fp8 base; each row then also
+gives its ratio to the resident *bf16* step and the host RSS after it.
+
     python3 bench/streaming.py --out bench/results/streaming.json
+    python3 bench/streaming.py --base-dtype fp8 --budgets 8GB,4GB --out bench/results/streaming_fp8.json
     python3 bench/streaming.py --smoke --out /tmp/s.json    # tiny Flux, 64 + 8 tokens, budgets just above the minimum
 """
 import argparse, dataclasses, datetime, json, time
@@ -66,12 +71,16 @@ def series(tl, n=1500):
     step_ = max(1, len(rows) // n)
     return {"categories": list(CATEGORIES), "rows": rows[::step_] + rows[-1:]}
 
+def rss() -> int:
+    "This process's resident host memory now (bytes; pinned pages count)."
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) * 1024
+
 def budget_plan(measured: Plan, budget: str) -> Plan:
     "The plan under `budget`: a size ('8GB'), or 'min+N': the planner's minimum plus N (may be fractional) largest blocks."
     if budget.startswith("min+"): return replan(measured, measured.min_budget + int(float(budget[4:]) * max(measured.unit_bytes)))
     return replan(measured, budget)
 
-def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=2, reps=5):
+def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=2, reps=5, base_dtype="bf16"):
     dev = torch.device("cuda")
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": str(datetime.date.today()),
            "model": f"flame.models.flux.Flux(FluxConfig.{size}()), random bf16 weights", "tokens": f"{tokens} image + {txt} text, batch 1",
@@ -81,8 +90,19 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     res["weights_bytes"] = sum(p.numel() * 2 for p in m.parameters())
     t_res, peak_res = timed(lambda: step(m, x), warmup, reps)
     t_fwd_res, _ = timed(lambda: forward(m, x), warmup, reps)
-    res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3}
+    res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss()}
     print(f"resident: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
+    t_bf16, res["base_dtype"] = t_res, base_dtype
+    if base_dtype == "fp8":     # the bf16 rows above stay as the reference; every row below runs on the fp8 base
+        from flame.models.fp8 import to_fp8, host_bytes, FLUX_SKIP
+        res["resident_bf16"] = res.pop("resident")
+        to_fp8(m, FLUX_SKIP); torch.cuda.empty_cache()
+        res["weights_bytes"] = host_bytes(m)
+        t_res, peak_res = timed(lambda: step(m, x), warmup, reps)
+        t_fwd_res, _ = timed(lambda: forward(m, x), warmup, reps)
+        res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss(),
+                           "ratio_to_resident_bf16": t_res / t_bf16}
+        print(f"resident fp8: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
     # the blocks' weights go to host memory; stream() packs them into one pinned pool and frees them
     for u in m.stream_units():
         for p in u.parameters(): p.data = p.data.cpu()
@@ -105,7 +125,8 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
         floor = max(t_res, moved / p.bandwidth)
         row = {"budget": name, "plan": repr(p), "resident_units": len(p.resident), "slots": p.slots, "depth": p.depth,
                "predicted_ms": p.predicted * 1e3, "measured_ms": t * 1e3, "peak_bytes": peak, "moved_bytes": moved,
-               "floor_ms": floor * 1e3, "ratio_to_floor": t / floor, "ratio_to_resident": t / t_res}
+               "floor_ms": floor * 1e3, "ratio_to_floor": t / floor, "ratio_to_resident": t / t_res,
+               "ratio_to_resident_bf16": t / t_bf16, "rss_bytes": rss()}
         if name == budgets[0]:
             with record(m) as rec: step(m, x); torch.cuda.synchronize()
             res["trace_8GB"] = rec.result.to_dict()
@@ -131,11 +152,15 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     res["wall_s"] = time.time() - t0
     atomic_write(out, json.dumps(res, indent=1))
     print()
-    print(f"{'case':<22}{'step ms':>9}{'pred ms':>9}{'floor ms':>9}{'peak':>12}{'moved/step':>13}")
-    print(f"{'resident':<22}{t_res * 1e3:>9.0f}{'':>9}{'':>9}{format_bytes(peak_res):>12}{'':>13}")
+    print(f"{'case':<22}{'step ms':>9}{'pred ms':>9}{'floor ms':>9}{'× bf16':>8}{'peak':>12}{'moved/step':>13}{'host RSS':>12}")
+    if "resident_bf16" in res:
+        print(f"{'resident, bf16 base':<22}{t_bf16 * 1e3:>9.0f}{'':>9}{'':>9}{1:>8.2f}{format_bytes(res['resident_bf16']['peak_bytes']):>12}"
+              f"{'':>13}{format_bytes(res['resident_bf16']['rss_bytes']):>12}")
+    print(f"{'resident':<22}{t_res * 1e3:>9.0f}{'':>9}{'':>9}{t_res / t_bf16:>8.2f}{format_bytes(peak_res):>12}{'':>13}"
+          f"{format_bytes(res['resident']['rss_bytes']):>12}")
     for r in res["budgets"]:
-        print(f"{'budget ' + r['budget']:<22}{r['measured_ms']:>9.0f}{r['predicted_ms']:>9.0f}{r['floor_ms']:>9.0f}"
-              f"{format_bytes(r['peak_bytes']):>12}{format_bytes(r['moved_bytes']):>13}")
+        print(f"{'budget ' + r['budget']:<22}{r['measured_ms']:>9.0f}{r['predicted_ms']:>9.0f}{r['floor_ms']:>9.0f}{r['ratio_to_resident_bf16']:>8.2f}"
+              f"{format_bytes(r['peak_bytes']):>12}{format_bytes(r['moved_bytes']):>13}{format_bytes(r['rss_bytes']):>12}")
     f = res["forward_streamed"]
     print(f"{'forward, all streamed':<22}{f['measured_ms']:>9.0f}{f['predicted_ms']:>9.0f}{f['floor_ms']:>9.0f}{format_bytes(f['peak_bytes']):>12}")
     print(f"bandwidth {res['bandwidth'] / 1e9:.1f} GB/s, pinned {res['pinned']}, {res['device']}")
@@ -145,7 +170,11 @@ if __name__ == "__main__":
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev")
     ap.add_argument("--tokens", type=int, default=4096, help="image tokens")
     ap.add_argument("--txt", type=int, default=512, help="text tokens")
-    ap.add_argument("--budgets", default="8GB,24GB", help="device budgets of the streamed steps ('min+N': the planner's minimum + N blocks)")
+    ap.add_argument("--budgets", help="device budgets of the streamed steps ('min+N': the planner's minimum + N blocks; "
+                                      "default 8GB,24GB, with --base-dtype fp8 8GB,4GB)")
+    ap.add_argument("--base-dtype", choices=["bf16", "fp8"], default="bf16", help="fp8: the rows on an e4m3fn base, after the resident bf16 step")
     a = parse(ap, SMOKE, "bench/results/streaming.json")
+    if a.base_dtype == "fp8" and a.out == "bench/results/streaming.json": a.out = "bench/results/streaming_fp8.json"
+    a.budgets = a.budgets or ("8GB,4GB" if a.base_dtype == "fp8" else "8GB,24GB")
     if not torch.cuda.is_available(): ap.exit(2, "bench/streaming.py needs a CUDA GPU\n")
-    main(a.out, a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps)
+    main(a.out, a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps, a.base_dtype)
