@@ -15,6 +15,7 @@ Modules:
 - `flame.kernels.layer_norm`: LayerNorm without affine, then a per-sample (or per-token) scale and shift — fused into one read of `x` and one write of `y`, in the forward and in the backward.
 - `flame.kernels.rms_norm`: RMSNorm with a learnt scale over the last dim — the norm Flux applies to every head's queries and keys: very many short rows, read in place from the fused `qkv` projection.
 - `flame.kernels.rope`: Rotary position embeddings over three axes, in BFL's layout: one kernel rotates every head of a token with one load of its rotations, and the backward is the same kernel.
+- `flame.layerwise`: A full fine-tune of a model larger than the GPU: its weights stream like a frozen base's, while the master weights, gradients and optimizer state live in host memory and are updated there.
 - `flame.lora`: Low-rank adapters on a frozen model: inject, merge and unmerge exactly, and save and load the two file formats the field uses — kohya (ComfyUI, sd-scripts) and diffusers/PEFT — checked against diffusers' own loader.
 - `flame.models.flux`: Black Forest Labs' 12B rectified-flow transformer: double- and single-stream blocks, in BFL's parameter names, loading BFL and diffusers checkpoints lazily, equal to diffusers' implementation.
 - `flame.models.sd3`: Stability's MMDiT (SD3, SD3.5 Large) and MMDiT-X (SD3.5 Medium), in Stability's parameter names, loading Stability and diffusers checkpoints lazily, equal to diffusers' `SD3Transformer2DModel`.

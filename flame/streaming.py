@@ -49,8 +49,8 @@ def _layout(params):
     return offsets, off
 
 # %% ../nbs/20_streaming.ipynb #2666f65e
-def _find_units(model, units):
-    "Validate and describe the units of `model` (`units` or `model.stream_units()`)."
+def _find_units(model, units, trainable: bool = False):
+    "Validate and describe the units of `model` (`units` or `model.stream_units()`): their frozen weights (all, if `trainable`)."
     if not isinstance(model, nn.Module): raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     if units is None:
         if not callable(getattr(model, "stream_units", None)):
@@ -67,10 +67,10 @@ def _find_units(model, units):
         mods = {id(m) for m in u.modules()}
         if mods & seen: raise ValueError(f"units: item {i} ({type(u).__name__}) repeats or overlaps an earlier unit")
         seen |= mods
-        ps = [p for p in dict.fromkeys(u.parameters()) if not p.requires_grad]
+        ps = [p for p in dict.fromkeys(u.parameters()) if trainable or not p.requires_grad]
         offs, n = _layout(ps)
         out.append(_Unit(i, u, [names[id(p)] for p in ps], ps, [tuple(p.shape) for p in ps], offs, n))
-    if not any(u.nbytes for u in out): raise ValueError("units: the blocks have no frozen parameters to stream")
+    if not any(u.nbytes for u in out): raise ValueError(f"units: the blocks have no {'' if trainable else 'frozen '}parameters to stream")
     return out
 
 # %% ../nbs/20_streaming.ipynb #76999f35
@@ -314,10 +314,10 @@ def page_out(t: torch.Tensor) -> int:
 
 # %% ../nbs/20_streaming.ipynb #17fc8aff
 class _Engine:
-    "Streams the frozen weights of a model's units from a store / host pool into device slots."
-    def __init__(self, model, device, units=None, store=None):
-        self.model, self.device = model, _device(device)
-        self.units = _find_units(model, units)
+    "Streams the frozen weights (or, `trainable`, all weights) of a model's units from a store / host pool into device slots."
+    def __init__(self, model, device, units=None, store=None, trainable: bool = False):
+        self.model, self.device, self.trainable = model, _device(device), trainable
+        self.units = _find_units(model, units, trainable)
         self.cuda = self.device.type == "cuda"
         if not self.cuda and store is None:
             raise ValueError("store: device='cpu' streams out of a safetensors file; pass store=path (written if missing)")
@@ -331,7 +331,7 @@ class _Engine:
         self.trace, self.bytes_moved, self.loads = None, 0, 0
         self._hooks, self._ckpt, self._held, self._active = [], None, set(), set()
         self._add_hooks()
-        self.plan = None
+        self.plan, self.grad_sink = None, None
 
     def _empty(self, dtype):
         return torch.empty(0, dtype=dtype, device=self.device)
@@ -371,6 +371,7 @@ def _add_hooks(self: _Engine):
                                         after_forward=lambda m: setattr(self, "_ckpt", None),
                                         before_recompute=lambda m, u=u: self._recompute(u),
                                         after_backward=lambda m, u=u: self._backward_done(u))]
+        self._hooks += [p.register_post_accumulate_grad_hook(self._grad_ready) for p in u.params if p.requires_grad]
 
 @patch
 def close(self: _Engine):
@@ -661,13 +662,15 @@ def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measure
                 other, measured, sim["time"], fw["time"], sim["moved"], floor, device)
 
 # %% ../nbs/20_streaming.ipynb #464a2124
-def _engine(model, device, units, store):
+def _engine(model, device, units, store, trainable=False):
     e = getattr(model, "_flame_streaming", None)
     if e is None:
-        e = _Engine(model, device, units, store)
+        e = _Engine(model, device, units, store, trainable)
         object.__setattr__(model, "_flame_streaming", e)
     elif e.device != _device(device):
         raise ValueError(f"device: this model is already streamed to {e.device}, got {device!r}")
+    elif e.trainable != trainable:
+        raise ValueError(f"trainable: this model already streams {'all' if e.trainable else 'its frozen'} weights, got trainable={trainable}")
     return e
 
 def _budget(budget, device):
@@ -747,9 +750,9 @@ def _probe(model, e, inputs, step):
 
 # %% ../nbs/20_streaming.ipynb #9c2802af
 def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda", units=None, store=None,
-         step=None, bandwidth: float | None = None) -> Plan:
+         step=None, bandwidth: float | None = None, trainable: bool = False) -> Plan:
     "Measure (with `example_inputs`) and choose residency, ring slots, prefetch depth; predict the step time."
-    e = _engine(model, device, units, store)
+    e = _engine(model, device, units, store, trainable)
     budget = _budget(budget, e.device)
     sizes = [u.nbytes for u in e.units]
     n = len(sizes)
@@ -771,16 +774,47 @@ def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda",
 _plan = plan
 
 def stream(model: nn.Module, device="cuda", budget="auto", store=None, *, units=None, plan: Plan | None = None,
-           example_inputs=None, step=None) -> nn.Module:
-    "Stream the frozen weights of `model`'s units to `device` under `budget` bytes; returns the model."
-    e = _engine(model, device, units, store)
-    if plan is None: plan = _plan(model, budget, example_inputs, device=device, units=units, store=store, step=step)
+           example_inputs=None, step=None, trainable: bool = False) -> nn.Module:
+    """Stream the frozen weights of `model`'s units to `device` under `budget` bytes; returns the model. `trainable`: all
+    their weights, for a full fine-tune (`flame.layerwise`)."""
+    e = _engine(model, device, units, store, trainable)
+    if plan is None: plan = _plan(model, budget, example_inputs, device=device, units=units, store=store, step=step, trainable=trainable)
     elif not isinstance(plan, Plan): raise ValueError(f"plan: expected a Plan from flame.streaming.plan, got {type(plan).__name__}")
     elif plan.unit_bytes != [u.nbytes for u in e.units]:
         raise ValueError(f"plan: made for units of {plan.unit_bytes} bytes, this model's are {[u.nbytes for u in e.units]}")
     if plan.checkpoint and getattr(model, "checkpointing", None) is False: raise ValueError(_NO_CHECKPOINTING)
     e.apply(plan)
     return model
+
+# %% ../nbs/20_streaming.ipynb #tw000002
+@patch
+def _grad_ready(self: _Engine, p):
+    "A streamed weight's gradient is complete: hand it to `grad_sink`, then free it."
+    if self.grad_sink is not None: self.grad_sink(p)
+    p.grad = None
+
+@patch
+def forget(self: _Ring, u):
+    "Unit position `u`'s slot copy is stale: free the slot (it loads again when next needed)."
+    if (s := self.slot_of.pop(u, None)) is not None: self.unit_in[s] = None
+
+@patch
+def read_unit(self: _Engine, u) -> list[torch.Tensor]:
+    "Unit `u`'s streamed weights as host tensors (copies, in `u.params` order), from where they stream."
+    buf = torch.empty(u.nbytes, dtype=torch.uint8)
+    for off, s in self.sources(u): buf[off:off + s.numel()].copy_(s)
+    return [buf[o:o + math.prod(shape) * p.element_size()].view(p.dtype).view(shape).clone() for p, o, shape in zip(u.params, u.offsets, u.shapes)]
+
+@patch
+def write_unit(self: _Engine, u, tensors):
+    "Make `tensors` (one per `u.params`, any float dtype) unit `u`'s weights: in its host source, its resident buffer, not in any slot."
+    if (got := [tuple(t.shape) for t in tensors]) != u.shapes: raise ValueError(f"tensors: expected shapes {u.shapes}, got {got}")
+    buf = torch.zeros(u.nbytes, dtype=torch.uint8)
+    for t, p, o in zip(tensors, u.params, u.offsets): buf[o:o + t.numel() * p.element_size()].view(p.dtype).copy_(t.detach().reshape(-1))
+    self.copier.sync()                                         # no copy of the old bytes still in flight
+    for off, s in self.sources(u): s.copy_(buf[off:off + s.numel()])
+    if self.resident is not None and u.index in self.resident: self.resident[u.index].copy_(buf.to(self.device))
+    elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
 
 # %% ../nbs/20_streaming.ipynb #un5tr3a1
 def unstream(model: nn.Module) -> nn.Module:
