@@ -36,10 +36,11 @@ def triton_only(x, w, s, b, dy):
 
 def path(M, K, N, transpose_w) -> str:
     "The path `fp8_linear` kept for this problem (after it ran once)."
-    import torch, triton
+    import torch
     from flame.kernels.core import _TUNED
+    from flame.kernels.fp8_matmul import _mm_key
     n, k = (N, K) if transpose_w else (K, N)
-    cfg = _TUNED.get(("fp8_mm", (triton.next_power_of_2(M), n, k, torch.bfloat16, transpose_w, 1)), {})
+    cfg = _TUNED.get(("fp8_mm", _mm_key(M, n, k, torch.bfloat16, transpose_w, per_tensor=False)), {})
     return "dequant+cuBLAS" if cfg.get("cublas") else f"triton {cfg}"
 
 def case(name, shape, kw):

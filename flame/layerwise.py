@@ -48,10 +48,7 @@ class HostOptimizer:
 def _write_back(self: HostOptimizer):
     "The host copies become the model's weights: each unit's stream source (and resident buffer), the rest on the device."
     e = self.engine
-    for u in e.units:
-        ts = [self.master.get(id(p)) for p in u.params]
-        if None in ts: ts = [c if t is None else t for t, c in zip(ts, e.read_unit(u))]   # (frozen weights in a unit: as they are)
-        e.write_unit(u, ts)
+    for u in e.units: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
     with torch.no_grad():
         for p in self.rest: p.copy_(self.master[id(p)])
 

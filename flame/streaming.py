@@ -432,9 +432,22 @@ def apply(self: _Engine, plan):
     self.copier.sync()
 
 @patch
+def _views(self: _Engine, u, buf) -> list[torch.Tensor]:
+    "Unit `u`'s parameters as views of `buf`, a uint8 buffer in its packed layout."
+    return [buf[o:o + math.prod(shape) * p.element_size()].view(p.dtype).view(shape) for p, o, shape in zip(u.params, u.offsets, u.shapes)]
+
+@patch
 def _bind(self: _Engine, u, buf):
-    for p, o, shape in zip(u.params, u.offsets, u.shapes):
-        p.data = buf[o:o + math.prod(shape) * p.element_size()].view(p.dtype).view(shape)
+    for p, v in zip(u.params, self._views(u, buf)): p.data = v
+
+@patch
+def _gather(self: _Engine, u) -> torch.Tensor:
+    "Unit `u`'s packed bytes on the host: its source itself when that is one range, else gathered into a new buffer."
+    (o, src), *more = self.sources(u)
+    if more or o:                                            # scattered in the store file: gather into one buffer
+        src = torch.empty(u.nbytes, dtype=torch.uint8)
+        for o, s in self.sources(u): src[o:o + s.numel()].copy_(s)
+    return src
 
 @patch
 def _unbind(self: _Engine, u):
@@ -801,16 +814,19 @@ def forget(self: _Ring, u):
 @patch
 def read_unit(self: _Engine, u) -> list[torch.Tensor]:
     "Unit `u`'s streamed weights as host tensors (copies, in `u.params` order), from where they stream."
-    buf = torch.empty(u.nbytes, dtype=torch.uint8)
-    for off, s in self.sources(u): buf[off:off + s.numel()].copy_(s)
-    return [buf[o:o + math.prod(shape) * p.element_size()].view(p.dtype).view(shape).clone() for p, o, shape in zip(u.params, u.offsets, u.shapes)]
+    return [v.clone() for v in self._views(u, self._gather(u))]
 
 @patch
 def write_unit(self: _Engine, u, tensors):
-    "Make `tensors` (one per `u.params`, any float dtype) unit `u`'s weights: in its host source, its resident buffer, not in any slot."
-    if (got := [tuple(t.shape) for t in tensors]) != u.shapes: raise ValueError(f"tensors: expected shapes {u.shapes}, got {got}")
-    buf = torch.zeros(u.nbytes, dtype=torch.uint8)
-    for t, p, o in zip(tensors, u.params, u.offsets): buf[o:o + t.numel() * p.element_size()].view(p.dtype).copy_(t.detach().reshape(-1))
+    """Make `tensors` (one per `u.params`, any float dtype; None: that weight as it is) unit `u`'s weights: in its host source,
+    its resident buffer, not in any slot."""
+    got = [None if t is None else tuple(t.shape) for t in tensors]
+    if len(got) != len(u.shapes) or any(g not in (None, s) for g, s in zip(got, u.shapes)):
+        raise ValueError(f"tensors: expected shapes {u.shapes}, got {got}")
+    keep = any(g is None for g in got)
+    buf = self._gather(u).clone() if keep else torch.zeros(u.nbytes, dtype=torch.uint8)
+    for t, v in zip(tensors, self._views(u, buf)):
+        if t is not None: v.copy_(t.detach())
     self.copier.sync()                                         # no copy of the old bytes still in flight
     for off, s in self.sources(u): s.copy_(buf[off:off + s.numel()])
     if self.resident is not None and u.index in self.resident: self.resident[u.index].copy_(buf.to(self.device))
@@ -823,12 +839,7 @@ def unstream(model: nn.Module) -> nn.Module:
     if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
     e.close()
     e.slots = e.resident = e.ready = e.freed = None
-    for u in e.units:
-        (o, src), *more = e.sources(u)
-        if more or o:                                            # scattered in the store file: gather into one buffer
-            src = torch.empty(u.nbytes, dtype=torch.uint8)
-            for o, s in e.sources(u): src[o:o + s.numel()].copy_(s)
-        e._bind(u, src)
+    for u in e.units: e._bind(u, e._gather(u))
     streamed = {id(p) for u in e.units for p in u.params}
     for p in model.parameters():
         if id(p) not in streamed: p.data = p.data.cpu()

@@ -104,6 +104,10 @@ def _mm_candidates(M, N):
             dict(BM=128, BN=256, BK=64, GROUP_M=8, num_warps=8, num_stages=3),
             dict(BM=128, BN=128, BK=128, GROUP_M=8, num_warps=8, num_stages=3)]
 
+def _mm_key(M, n, K, dtype, transpose_w: bool, per_tensor: bool) -> tuple:
+    "What a tuned choice of `_fp8_mm` is kept under: its problem, rows rounded up to a power of 2."
+    return (triton.next_power_of_2(M), n, K, dtype, transpose_w, 0 if per_tensor else 1)
+
 def _fp8_mm(a, weight, scale, bias, n, transpose_w: bool, candidates=None):
     "a (M, K) @ Bᵀ... : forward (transpose_w: B = weightᵀ, scale on columns) or dx (B = weight, scale on rows)."
     M, K = a.shape
@@ -120,7 +124,7 @@ def _fp8_mm(a, weight, scale, bias, n, transpose_w: bool, candidates=None):
                              out.stride(0), out.stride(1), SCALE_K=not transpose_w, HAS_BIAS=bias is not None,
                              IEEE=a.dtype == torch.float32, **tile)
         return out
-    key = (triton.next_power_of_2(M), n, K, a.dtype, transpose_w, ss)
+    key = _mm_key(M, n, K, a.dtype, transpose_w, ss == 0)
     name = "fp8_mm" if candidates is None else f"fp8_mm {candidates}"    # a forced choice is tuned (and kept) apart
     return _launch(name, key, candidates or _mm_candidates(M, n), launch)
 
