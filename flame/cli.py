@@ -70,7 +70,7 @@ def _model_and_data(p, D):
                    "scales (an fp8 checkpoint's own bytes and scales, as they are) — half the host memory and copies: worth it when the "
                    "base streams (Flux-dev at 1024² under 8 GB: 0.76× the bf16 step's time, H100), not resident (1.10×: a pass to dequantize); "
                    f"LoRA; Flux, SD3.5, SDXL (default: {D['base_dtype']})")
-    g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight (tiny, sdxl) (default: {D['mode']})")
+    g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight — layer-wise (weights and optimizer state in host memory) when their state exceeds --budget (default: {D['mode']})")
     g.add_argument("--weights-dtype", choices=("fp32", "bf16"), help="--mode full: the weights in bf16 — half their bytes, each update "
                    f"stochastically rounded (SDXL with Adafactor: ~15 GB instead of 21.5) (default: {D['weights_dtype']})")
     g.add_argument("--prediction", choices=("eps", "v"), help="what an SDXL-type (DDPM) model predicts: the noise, or v (default: the family's, eps)")
@@ -148,7 +148,7 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("train", help="train a LoRA or a full fine-tune (Flux, SD3.5, SDXL, the tiny demo)", epilog=_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter, argument_default=argparse.SUPPRESS,
-                       description="Train a LoRA on Flux, SD3.5 or SDXL, or fully fine-tune SDXL or the tiny demo model. With no "
+                       description="Train a LoRA on Flux, SD3.5 or SDXL, or fully fine-tune any of them. With no "
                                    "arguments: the embedded demo (procedural shapes, a tiny Flux built once, writes runs/demo/).")
     D = {k: v for k, v in _DEFAULTS.items()}
     p.add_argument("--config", metavar="TOML", help="read options from a TOML file: a flat table whose keys are these options' names with "

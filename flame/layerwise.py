@@ -12,12 +12,13 @@ import torch
 from torch import nn
 from fastcore.basics import patch
 from .optim import FlatOptimizer
+from .tensor import off_device
 
 # %% auto #0
 __all__ = ['HostOptimizer']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
-class HostOptimizer:
+class HostOptimizer(torch.optim.Optimizer):
     """The optimizer of a model streamed with `trainable=True`: `make(params)` builds a `FlatOptimizer` over host copies (in
     `dtype`) of every trainable parameter; each gradient is added to its host copy as autograd completes it; `step()` clips
     and updates on the host, then writes the new weights where the model reads them."""
@@ -26,6 +27,7 @@ class HostOptimizer:
         if e is None or not e.trainable: raise ValueError("model: stream it with flame.streaming.stream(..., trainable=True) first")
         self.model, self.engine = model, e
         self.params = [p for p in model.parameters() if p.requires_grad]
+        super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
         host = {id(p): t for u in e.units for p, t in zip(u.params, e.read_unit(u))}
         masters = [nn.Parameter(host[id(p)].to(dtype) if id(p) in host else p.detach().to("cpu", dtype, copy=True)) for p in self.params]
         self.opt = make(masters)
@@ -42,10 +44,14 @@ class HostOptimizer:
 
     @property
     def grad_norm(self) -> float: return self.opt.grad_norm
+    @property
+    def flat(self) -> torch.Tensor: return self.opt.flat                # the master weights, flat, on the host
+    @property
+    def steps(self) -> int: return self.opt.steps
 
 # %% ../nbs/23_layerwise.ipynb #lw000008
 @patch
-def _write_back(self: HostOptimizer):
+def write_back(self: HostOptimizer):
     "The host copies become the model's weights: each unit's stream source (and resident buffer), the rest on the device."
     e = self.engine
     for u in e.units: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
@@ -55,11 +61,17 @@ def _write_back(self: HostOptimizer):
 @patch
 def step(self: HostOptimizer):
     "Clip (global norm) and update every host copy, then write the new weights back."
-    self.opt.step()
-    self._write_back()
+    with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
+        self.opt.step()
+        self.write_back()
 
 @patch
-def zero_grad(self: HostOptimizer): self.opt.zero_grad()
+def zero_grad(self: HostOptimizer, set_to_none: bool = False): self.opt.zero_grad()
+
+@patch
+def state_tensors(self: HostOptimizer) -> tuple:
+    "What this optimizer keeps on the device: the weights outside the streamed units (the rest is on the host)."
+    return tuple(self.rest)
 
 @patch
 def state_dict(self: HostOptimizer) -> dict: return self.opt.state_dict()
@@ -68,7 +80,7 @@ def state_dict(self: HostOptimizer) -> dict: return self.opt.state_dict()
 def load_state_dict(self: HostOptimizer, state_dict: dict):
     "Restore the host optimizer (master weights included) and write its weights into the model."
     self.opt.load_state_dict(state_dict)
-    self._write_back()
+    self.write_back()
 
 @patch
 def close(self: HostOptimizer):

@@ -19,8 +19,8 @@ from .streaming import BudgetTooSmall, Plan, plan, stream
 from .optim import make_optimizer
 
 # %% auto #0
-__all__ = ['POLICIES', 'frozen_unit_bytes', 'trainable_state_bytes', 'place', 'measure_peak', 'MemoryPlan', 'plan_memory',
-           'check_budget', 'enforce', 'Probe']
+__all__ = ['POLICIES', 'frozen_unit_bytes', 'trainable_state_bytes', 'place', 'measure_peak', 'MemoryPlan', 'trains_layerwise',
+           'NeedsLayerwise', 'plan_memory', 'check_budget', 'enforce', 'Probe']
 
 # %% ../nbs/22_policy.ipynb #eb115d27
 POLICIES = ("resident", "checkpoint", "offload", "stream")
@@ -86,30 +86,50 @@ def _fit_resident(model, optimizer, probe, device, budget, measured) -> str | No
         if measured[policy] <= budget: return policy
     return None
 
-def _largest_unit(model) -> int:
-    return max(sum(p.numel() * p.element_size() for p in u.parameters() if not p.requires_grad) for u in model.stream_units())
+def _largest_unit(model, trainable: bool = False) -> int:
+    "Bytes of the largest block's frozen weights (`trainable`: all its weights) — a streamed model's: its largest unit, as packed."
+    if (e := getattr(model, "_flame_streaming", None)) is not None: return max(u.nbytes for u in e.units)
+    return max(sum(p.numel() * p.element_size() for p in u.parameters() if trainable or not p.requires_grad) for u in model.stream_units())
 
-def _too_small(budget, state, unit, other=0):
+def _too_small(budget, state, unit, other=0, what="trainable state"):
     return ValueError(f"budget: {format_bytes(budget)} is below this model's minimum of {format_bytes(state + unit + other)} "
-                      f"(trainable state {format_bytes(state)} + its largest block {format_bytes(unit)}"
+                      f"({what} {format_bytes(state)} + its largest block {format_bytes(unit)}"
                       + (f" + what the step needs besides weights, {format_bytes(other)})" if other else ", before activations)"))
 
-def _stream(model, optimizer, probe, device, budget, measured, store, tries: int = 3) -> Plan:
+def _stream(model, optimizer, probe, device, budget, measured, store, trainable=False, tries: int = 3) -> Plan:
     "Stream under `budget`; if the measured step overshoots, give the weights that much less and plan again."
     state, unit, other = measured["state"], _largest_unit(model), 0
     model.checkpointing = True                       # streamed weights are not kept for backward: recompute
     for _ in range(tries):
         weights = budget - state - other
         if weights < unit: raise _too_small(budget, state, unit, other)
-        try: p = plan(model, weights, (), device=device, store=store, step=lambda model, inputs: probe.loss().backward())
+        try: p = plan(model, weights, (), device=device, store=store, step=lambda model, inputs: probe.loss().backward(), trainable=trainable)
         except BudgetTooSmall as e:                  # said in the run's terms: its whole budget, the state counted in
             raise BudgetTooSmall(budget, state + other + e.minimum, f"trainable state {format_bytes(state)}"
                                  + (f", {format_bytes(other)} measured besides" if other else "") + f", {e.parts}") from None
-        stream(model, device=device, plan=p)
+        stream(model, device=device, plan=p, trainable=trainable)
         measured["stream"] = measure_peak(probe, device, model, optimizer)
         if measured["stream"] <= budget: break
         other = measured["stream"] - state - p.device_bytes   # activations and the rest, measured
     return p
+
+# %% ../nbs/22_policy.ipynb #lw22a002
+def _outside_bytes(model) -> int:
+    "Bytes of the trainable parameters outside `model`'s stream units (embeddings, final layers)."
+    inside = {id(p) for u in model.stream_units() for p in u.parameters()}
+    return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad and id(p) not in inside)
+
+def trains_layerwise(model, budget, optimizer: str = "adamw") -> bool:
+    "Whether a full fine-tune of `model` (no frozen block weights) keeps its weights and state on the host: they alone fill `budget`."
+    if budget is None or frozen_unit_bytes(model): return False
+    return trainable_state_bytes(model, optimizer) >= parse_size(budget, "budget")
+
+class NeedsLayerwise(ValueError):
+    "A full fine-tune's trainable state fits the budget, but none of its measured steps does beside it: train it layer-wise."
+    def __init__(self, budget: int, state: int, step: int):
+        super().__init__(f"budget: {format_bytes(budget)} holds this full fine-tune's trainable state ({format_bytes(state)}) but not a "
+                         f"step beside it (the smallest measured {format_bytes(step)}): it must train layer-wise (flame.layerwise)")
+        self.budget, self.state, self.step = budget, state, step
 
 # %% ../nbs/22_policy.ipynb #820be408
 def plan_memory(model, optimizer, probe, device, budget=None, *, store=None) -> MemoryPlan:
@@ -117,11 +137,13 @@ def plan_memory(model, optimizer, probe, device, budget=None, *, store=None) -> 
     model.checkpointing = False
     if budget is None: return MemoryPlan(None)
     budget = parse_size(budget, "budget")
+    layerwise = getattr(getattr(model, "_flame_streaming", None), "trainable", False)    # streams its trainable weights already
     frozen, state = frozen_unit_bytes(model), storage_bytes(*optimizer.state_tensors())
     measured = {"frozen": frozen, "state": state}
-    room = frozen + state < budget                   # as `place` decided
+    room = not layerwise and frozen + state < budget  # as `place` decided
     policy = _fit_resident(model, optimizer, probe, device, budget, measured) if room else None
-    if policy is None: policy, splan = "stream", _stream(model, optimizer, probe, device, budget, measured, store)
+    if policy is None and not layerwise and not frozen: raise NeedsLayerwise(budget, state, min(measured[k] for k in POLICIES if k in measured))
+    if policy is None: policy, splan = "stream", _stream(model, optimizer, probe, device, budget, measured, store, layerwise)
     else: splan = None
     peak = measured[policy]
     if peak > budget:
@@ -132,10 +154,14 @@ def plan_memory(model, optimizer, probe, device, budget=None, *, store=None) -> 
     return MemoryPlan(budget, policy, measured, split, splan)
 
 def check_budget(model, budget, optimizer: str = "adamw") -> int | None:
-    "The budget in bytes (None: none) — refused before anything runs if below the trainable state (of `optimizer`) plus the largest block."
+    """The budget in bytes (None: none) — refused before anything runs if below the trainable state (of `optimizer`) plus the largest
+    block; for a full fine-tune (no frozen block weights), below what trains it layer-wise: the weights outside the blocks, their
+    gradients, and the largest block."""
     if budget is None: return None
-    budget, state, unit = parse_size(budget, "budget"), trainable_state_bytes(model, optimizer), _largest_unit(model)
-    if budget < state + unit: raise _too_small(budget, state, unit)
+    budget = parse_size(budget, "budget")
+    if frozen_unit_bytes(model): state, unit, what = trainable_state_bytes(model, optimizer), _largest_unit(model), "trainable state"
+    else: state, unit, what = 2 * _outside_bytes(model), _largest_unit(model, trainable=True), "weights outside the blocks with their gradients"
+    if budget < state + unit: raise _too_small(budget, state, unit, what=what)
     return budget
 
 def enforce(plan: MemoryPlan, peak: int, step: int = 1):

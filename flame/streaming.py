@@ -9,6 +9,7 @@ Docs: https://flame-dev.github.io/flame/streaming.html.md"""
 # %% ../nbs/20_streaming.ipynb #86b91e20
 from __future__ import annotations
 import ctypes, json, math, mmap, os, queue, struct, threading, time, warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 import torch
@@ -19,8 +20,8 @@ from .tensor import mark_streamed
 from .autograd import add_block_hooks
 
 # %% auto #0
-__all__ = ['write_store', 'page_out', 'Trace', 'Plan', 'BudgetTooSmall', 'record', 'plan', 'stream', 'unstream', 'plot_trace',
-           'plot_stream', 'replan', 'budget_curve', 'budget_explorer']
+__all__ = ['write_store', 'page_out', 'Trace', 'Plan', 'BudgetTooSmall', 'record', 'plan', 'stream', 'host_weights', 'unstream',
+           'plot_trace', 'plot_stream', 'replan', 'budget_curve', 'budget_explorer']
 
 # %% ../nbs/20_streaming.ipynb #c91c044c
 _ALIGN = 512          # slot and pool segment alignment (the CUDA allocator's granularity)
@@ -831,6 +832,20 @@ def write_unit(self: _Engine, u, tensors):
     for off, s in self.sources(u): s.copy_(buf[off:off + s.numel()])
     if self.resident is not None and u.index in self.resident: self.resident[u.index].copy_(buf.to(self.device))
     elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
+
+# %% ../nbs/20_streaming.ipynb #tw000005
+@contextmanager
+def host_weights(model: nn.Module):
+    "Inside: every streamed weight of `model` bound to its host copy (where it streams from); as before after."
+    e = getattr(model, "_flame_streaming", None)
+    if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
+    e.copier.sync()
+    for u in e.units: e._bind(u, e._gather(u))
+    try: yield model
+    finally:
+        for u in e.units:
+            if e.resident and u.index in e.resident: e._bind(u, e.resident[u.index])
+            else: e._unbind(u)
 
 # %% ../nbs/20_streaming.ipynb #un5tr3a1
 def unstream(model: nn.Module) -> nn.Module:

@@ -9,6 +9,7 @@ Docs: https://flame-dev.github.io/flame/tensor.html.md"""
 # %% ../nbs/00_tensor.ipynb #3100b61c
 from __future__ import annotations
 import json, time, weakref
+from contextlib import contextmanager
 from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
@@ -18,8 +19,8 @@ from fastcore.basics import patch
 from .io import atomic_write, format_bytes
 
 # %% auto #0
-__all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'storage_bytes', 'Event', 'mark_streamed', 'MemoryTimeline', 'byte_ticks', 'Report',
-           'measure_overhead']
+__all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'storage_bytes', 'Event', 'off_device', 'mark_streamed', 'MemoryTimeline',
+           'byte_ticks', 'Report', 'measure_overhead']
 
 # %% ../nbs/00_tensor.ipynb #35ffb8fb
 def storage_bytes(*tensors: torch.Tensor) -> int:
@@ -75,7 +76,18 @@ _EVENT_FIELDS = ("t", "bytes", "total", "kind", "category", "phase", "module", "
 class _Mode(TorchDispatchMode):
     def __init__(self, tl): super().__init__(); self.tl = tl
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if _OFF_DEVICE[0]: return func(*args, **(kwargs or {}))
         return self.tl._dispatch(func, args, kwargs or {})
+
+_OFF_DEVICE = [0]                                 # > 0: inside `off_device`
+
+@contextmanager
+def off_device():
+    """Inside: recording timelines see no ops. For work a run does in host memory, outside its device budget (a layer-wise
+    optimizer's update): on the CPU, where host and device are one memory, it would otherwise count as the device's."""
+    _OFF_DEVICE[0] += 1
+    try: yield
+    finally: _OFF_DEVICE[0] -= 1
 
 def _storages(t: torch.Tensor) -> list:
     "Untyped storages behind `t` (several for wrapper subclasses, none for meta tensors)."

@@ -21,10 +21,11 @@ from safetensors.torch import load_file, save
 from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline
-from .streaming import BudgetTooSmall
+from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .autograd import BucketReduce
-from .policy import MemoryPlan, Probe, check_budget, enforce, frozen_unit_bytes, measure_peak, place, plan_memory
+from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise
+from .layerwise import HostOptimizer
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -33,12 +34,12 @@ from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
            'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
-           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
-           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'run_prompts',
-           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
-           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'plan_run_memory',
-           'stream_store', 'RankFailed', 'launch', 'train']
+           'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
+           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
+           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
+           'run_prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step',
+           'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult',
+           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -138,7 +139,6 @@ def _validate(self: TrainConfig):
     if self.nproc == "auto": self.nproc = torch.cuda.device_count() if self.device != "cpu" and torch.cuda.is_available() else 1
     if not isinstance(self.nproc, int) or isinstance(self.nproc, bool) or self.nproc < 1: _bad(self, "nproc", "an int >= 1 or 'auto'")
     if isinstance(self.bucket_mb, bool) or not (isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0): _bad(self, "bucket_mb", "a positive number")
-    if self.mode == "full" and not family(self.model).full: _bad(self, "mode", f"'lora' for {self.model} (its full fine-tuning is not offered yet)")
     if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
     if self.weights_dtype == "bf16" and self.mode != "full": _bad(self, "weights_dtype", "'fp32' with mode='lora' (LoRA factors are small: they train in fp32)")
     if self.sample_prompts is not None:
@@ -383,7 +383,8 @@ def disk_need(c: TrainConfig, model: DiffusionModel, ds: LatentDataset, device: 
         latent = ds.vae.channels * (c.res // ds.vae.factor) ** 2 * 4
         captions = len({it.caption for it in ds.source.items})
         need["cache"] = len(ds.source.items) * latent + captions * (text.context_len * dims["context"] + dims["pooled"]) * 4
-    if device.type == "cpu" and c.budget is not None: need["stream store"] = frozen_unit_bytes(model)
+    if device.type == "cpu" and c.budget is not None:                  # the block weights streaming moves: frozen ones, or all (full)
+        need["stream store"] = sum(p.numel() * p.element_size() for u in model.stream_units() for p in u.parameters() if c.mode == "full" or not p.requires_grad)
     return need
 
 def check_disk(c: TrainConfig, out: Path, model, ds: LatentDataset, device: torch.device):
@@ -481,6 +482,20 @@ def recover_replaced(out: Path, log=print):
         with run_lock(out): old.rename(out)
         log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
 
+# %% ../nbs/70_train.ipynb #lw70a003
+def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1):
+    """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state fills the budget)
+    in several processes, or on a host that cannot hold its weights, gradients and optimizer state."""
+    if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer): return
+    if world > 1: raise ValueError("nproc: a layer-wise full fine-tune (its trainable state fills --budget) runs in one process for now; pass --nproc 1")
+    state = trainable_state_bytes(model, c.optimizer)
+    need = state + sum(p.numel() * p.element_size() for p in model.parameters())      # (+ the master copies' first copy, briefly)
+    if need > (have := host_available()):
+        shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32")) if on]
+        raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host, about "
+                         f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
+                         f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
+
 # %% ../nbs/70_train.ipynb #5c8d69d1
 @contextmanager
 def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
@@ -526,6 +541,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
         check_encoders(parse_size(c.budget, "budget"), text)                                                  # before writing
     _adapt(c, model)
     check_budget(model, c.budget, c.optimizer)
+    check_layerwise(c, model, world)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world)
@@ -534,7 +550,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
 @dataclass
 class TrainState:
     "What changes as a run trains: optimizer, EMA, the history, the step."
-    opt: FlatOptimizer
+    opt: FlatOptimizer | HostOptimizer       # on the device, or (a layer-wise full fine-tune) on the host
     ema: Tensor | None
     meta: dict
     history: list = field(default_factory=list)
@@ -555,17 +571,39 @@ def _resume(run: Run, st: TrainState):
                   for i, (l, gn, s, *m) in enumerate(ck["history"].tolist())]
     st.last_checkpoint = run.resume_from
 
-def start_state(run: Run) -> TrainState:
-    "The optimizer over the trainable parameters (moved to the device) and EMA: fresh, or resumed."
+def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
+    """The optimizer over the trainable parameters and EMA, fresh or resumed: on the device (the parameters moved there), or
+    `layerwise` (None: when a full fine-tune's state fills the budget) on the host, the weights streamed."""
     c = run.config
-    place(run.model, run.device, c.budget, c.optimizer)                # before the optimizer: its flat buffers are made where the parameters are
+    if layerwise is None: layerwise = c.mode == "full" and trains_layerwise(run.model, c.budget, c.optimizer)
     named = _trainable(run.model.net)
-    opt = make_optimizer(c.optimizer, [p for _, p in named], lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
+    if layerwise: opt = _host_optimizer(run)
+    else:
+        place(run.model, run.device, c.budget, c.optimizer)            # before the optimizer: its flat buffers are made where the parameters are
+        opt = _make_optimizer(c, [p for _, p in named])
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
     if run.world > 1: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))
     if run.resume_from is not None: _resume(run, st)
     return st
+
+# %% ../nbs/70_train.ipynb #lw70a001
+def _make_optimizer(c: TrainConfig, params: list) -> FlatOptimizer:
+    return make_optimizer(c.optimizer, params, lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed)
+
+def _host_optimizer(run: Run) -> HostOptimizer:
+    "Layer-wise: every block weight streams (on the CPU from a store file beside the run); the optimizer updates host copies."
+    c, model = run.config, run.model
+    for p in model.parameters(): p.grad = None
+    model.cpu()                               # (after a device attempt whose step did not fit: its weights out of its flat buffer)
+    model.checkpointing = True
+    stream(model, run.device, c.budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
+    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype])
+
+def _set_weights(st: TrainState, flat: Tensor):
+    "Make `flat` (the optimizer's flat layout) the trained weights: in its buffer, and where streamed blocks stream from."
+    st.opt.flat.copy_(flat)
+    if isinstance(st.opt, HostOptimizer): st.opt.write_back()
 
 # %% ../nbs/70_train.ipynb #b0ced276
 def micro_batch(run: Run, n: int, rank: int | None = None) -> dict | None:
@@ -806,10 +844,10 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
     if run.rank: return None                                          # rank 0 samples
     with _timed(run, "sampling"):
         swap = st.ema is not None and name != "before"
-        if swap: saved = st.opt.flat.clone(); st.opt.flat.copy_(st.ema)
+        if swap: saved = st.opt.flat.clone(); _set_weights(st, st.ema)
         imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
                              guidance=run.family.guidance or c.guidance, device=run.device, autocast=_autocast(run))
-        if swap: st.opt.flat.copy_(saved)
+        if swap: _set_weights(st, saved)
         _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
     return imgs
 
@@ -833,10 +871,11 @@ def save_checkpoint(run: Run, st: TrainState) -> Path:
 def finish(run: Run, st: TrainState) -> Path:
     "Write the trained weights (EMA if any): lora.safetensors, or model.safetensors in the loaded layout; metrics; loss plot."
     c = run.config
-    if st.ema is not None: st.opt.flat.copy_(st.ema)
+    if st.ema is not None: _set_weights(st, st.ema)
     if run.rank: return None                      # rank 0 writes
     if c.mode == "lora": weights = save_lora(run.model.net, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
-    else: weights = run.model.save(run.out / "model.safetensors")
+    else:
+        with host_weights(run.model) if isinstance(st.opt, HostOptimizer) else nullcontext(): weights = run.model.save(run.out / "model.safetensors")
     _write_metrics(run.out / "metrics.csv", st.history)
     if st.history: _figure_png(plot_losses(st.history, f"{c.mode} · {c.model} · {st.step} steps", f"{run.model.schedule.objective} loss (MSE)"),
                                run.out / "loss.png")
@@ -967,6 +1006,18 @@ def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     graph_run(run, memory, log)
     return memory
 
+def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
+    """The run's state and memory plan (`start_state`, `plan_run_memory`); a full fine-tune whose measured step does not fit beside
+    its state on the device starts over layer-wise, said in one line."""
+    st = start_state(run)
+    try: return st, plan_run_memory(run, st, log)
+    except NeedsLayerwise as e: why = str(e)
+    if run.world > 1: raise ValueError(f"{why}; it runs in one process for now: pass --nproc 1")
+    if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
+    st = None; gc.collect()                                          # the device optimizer goes before the host one is made
+    st = start_state(run, layerwise=True)
+    return st, plan_run_memory(run, st, log)
+
 def stream_store(run: Run) -> Path:
     """Where a CPU run streams its frozen weights from (a memory-mapped copy of them): beside the run folder, not in it — the
     folder is renamed into place at the first checkpoint, and the store must not move under its map. Removed when the run ends.
@@ -1087,8 +1138,7 @@ def _loop(run: Run, t_start: float) -> TrainResult:
         if not run.rank and (unread or freed):
             print("text encoders: never read (every caption was cached)" if unread else f"text encoders released: {format_bytes(freed)} of host memory")
     with _timed(run, "planning"):
-        st = start_state(run)                                         # optimizer, EMA: fresh or resumed
-        memory = plan_run_memory(run, st)                             # resident, checkpoint, offload or stream
+        st, memory = start_training(run)                              # optimizer, EMA (fresh or resumed); resident, checkpoint, offload or stream
     if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")
     if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
     first, t0 = st.step + 1, time.perf_counter() - (st.history[-1]["seconds"] if st.history else 0.0)

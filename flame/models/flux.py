@@ -397,7 +397,7 @@ def flux_family(name: str, want: FluxConfig, guidance: float | None, sample_step
     load = variant_loader(Flux, FluxDenoiser, want, _SHAPE_FIELDS, name, "the transformer's .safetensors, BFL or diffusers layout")
     def vae(path, *, device, dtype): return DiffusersVAE(path, device=device, dtype=dtype) if path is not None else _needs("vae", name)
     def text(path, *, device, dtype): return FluxTextEncoder(path, device=device, dtype=dtype) if path is not None else _needs("text_encoder", name)
-    return Family(name, load, vae, text, resolution=512, sample_steps=sample_steps, guidance=guidance, full=False,
+    return Family(name, load, vae, text, resolution=512, sample_steps=sample_steps, guidance=guidance,
                   wrap=FluxDenoiser, about=f"FLUX.1-{name.split('-')[1]} (12B rectified-flow transformer)")
 
 FLUX_DEV = flux_family("flux-dev", FluxConfig.dev(), guidance=3.5, sample_steps=28)

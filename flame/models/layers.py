@@ -738,7 +738,6 @@ class Family:
     resolution: int = 1024      # training resolution (pixels) when the run does not say
     sample_steps: int = 28
     guidance: float | None = None   # guidance input of a guidance-distilled model, when sampling
-    full: bool = True           # whether `--mode full` is offered
     wrap: Callable | None = None    # a bare network of this family (e.g. a `Flux` passed to `train`) -> DiffusionModel
     data: Callable | None = None    # (resolution) -> the data source a run without --data trains on (the demo's shapes)
     about: str = ""

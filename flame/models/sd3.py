@@ -424,7 +424,7 @@ def sd3_family(name: str, want: SD3Config, about: str) -> Family:
     def text(path, *, device, dtype):
         if path is None: raise ValueError(f"text_encoder: --model {name} needs --text-encoder (a diffusers SD3.5 folder with text_encoder/, text_encoder_2/, text_encoder_3/ and their tokenizers)")
         return SD3TextEncoder(path, device=device, dtype=dtype)
-    return Family(name, load, vae, text, resolution=1024, sample_steps=28, guidance=None, full=False, wrap=SD3Denoiser, about=about,
+    return Family(name, load, vae, text, resolution=1024, sample_steps=28, guidance=None, wrap=SD3Denoiser, about=about,
                   encoders_in_checkpoint=True)                        # (a single file may hold them; one that does not says so)
 
 SD35_LARGE = sd3_family("sd3.5-large", SD3Config.large(), "Stable Diffusion 3.5 Large (8.1B MMDiT)")

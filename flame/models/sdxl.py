@@ -526,5 +526,5 @@ def _sdxl_text(path, *, device, dtype):
 
 SDXL = Family("sdxl", variant_loader(SDXLUNet, SDXLDenoiser, SDXLConfig.base(), _SHAPE_FIELDS, "sdxl",
                                      "sd_xl_base_1.0.safetensors or a fine-tune, a bare UNet file, or a diffusers unet/ folder"),
-              _sdxl_vae, _sdxl_text, resolution=1024, sample_steps=30, guidance=None, full=True, wrap=SDXLDenoiser,
+              _sdxl_vae, _sdxl_text, resolution=1024, sample_steps=30, guidance=None, wrap=SDXLDenoiser,
               about="Stable Diffusion XL 1.0 base (2.6B UNet, eps prediction)", encoders_in_checkpoint=True)
