@@ -13,6 +13,7 @@ from torch import nn
 from fastcore.basics import patch
 from .optim import FlatOptimizer
 from .tensor import off_device
+from .streaming import _pin
 
 # %% auto #0
 __all__ = ['HostOptimizer']
@@ -35,10 +36,14 @@ class HostOptimizer(torch.optim.Optimizer):
         self.rest = [p for p in self.params if id(p) not in host]
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
+        self.pinned = e.cuda and _pin(self.opt.grads.flat)            # (page-locked: gradients copy at full speed, asynchronously)
+        self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
 
     def _fold(self, p):
-        "Add `p`'s completed gradient into its host copy's."
-        self.opt.grads.view(self.master[id(p)]).add_(p.grad.detach().to("cpu"))
+        "Add `p`'s completed gradient into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."
+        g = self.opt.grads.view(self.master[id(p)])
+        if self.pinned and id(p) in self._fresh: g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
+        else: g.add_(p.grad.detach().to("cpu"))
 
     def _fold_rest(self, p): self._fold(p); p.grad = None
 
@@ -59,14 +64,27 @@ def write_back(self: HostOptimizer):
         for p in self.rest: p.copy_(self.master[id(p)])
 
 @patch
+def _landed(self: HostOptimizer):
+    "Wait for the gradients in flight; zero those that got none this step (pinned: zero_grad leaves them as they were)."
+    if not self.pinned: return
+    torch.cuda.synchronize(self.engine.device)
+    for i in self._fresh: self.opt.grads.view(self.master[i]).zero_()
+    self._fresh.clear()
+
+@patch
 def step(self: HostOptimizer):
     "Clip (global norm) and update every host copy, then write the new weights back."
+    self._landed()
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
         self.opt.step()
         self.write_back()
 
 @patch
-def zero_grad(self: HostOptimizer, set_to_none: bool = False): self.opt.zero_grad()
+def zero_grad(self: HostOptimizer, set_to_none: bool = False):
+    "Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer)."
+    if not self.pinned: return self.opt.zero_grad()
+    torch.cuda.synchronize(self.engine.device)                          # (no copy may land after this)
+    self._fresh = set(self.master)
 
 @patch
 def state_tensors(self: HostOptimizer) -> tuple:
@@ -87,3 +105,4 @@ def close(self: HostOptimizer):
     "Stop collecting gradients (the engine drops streamed ones again)."
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
+    if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.opt.grads.flat.data_ptr()); self.pinned = False

@@ -283,7 +283,7 @@ def _huge_pages(t):
 def _pin(t):
     "Page-lock `t`'s memory in place (asking for 2 MiB pages first: fewer to fault in and lock); returns whether it worked."
     _huge_pages(t)
-    try: return int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel(), 0)) == 0 and t.is_pinned()
+    try: return int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)) == 0 and t.is_pinned()
     except Exception: return False
 
 def _device(device):
@@ -824,13 +824,15 @@ def write_unit(self: _Engine, u, tensors):
     got = [None if t is None else tuple(t.shape) for t in tensors]
     if len(got) != len(u.shapes) or any(g not in (None, s) for g, s in zip(got, u.shapes)):
         raise ValueError(f"tensors: expected shapes {u.shapes}, got {got}")
-    keep = any(g is None for g in got)
-    buf = self._gather(u).clone() if keep else torch.zeros(u.nbytes, dtype=torch.uint8)
+    self.copier.sync()                                         # no copy of the old bytes still in flight
+    (o, src), *more = self.sources(u)
+    whole = not more and not o                                 # one range (the pool's segment): written in place
+    buf = src if whole else self._gather(u).clone() if any(g is None for g in got) else torch.zeros(u.nbytes, dtype=torch.uint8)
     for t, v in zip(tensors, self._views(u, buf)):
         if t is not None: v.copy_(t.detach())
-    self.copier.sync()                                         # no copy of the old bytes still in flight
-    for off, s in self.sources(u): s.copy_(buf[off:off + s.numel()])
-    if self.resident is not None and u.index in self.resident: self.resident[u.index].copy_(buf.to(self.device))
+    if not whole:
+        for off, s in self.sources(u): s.copy_(buf[off:off + s.numel()])
+    if self.resident is not None and u.index in self.resident: self.resident[u.index].copy_(buf)
     elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
 
 # %% ../nbs/20_streaming.ipynb #tw000005

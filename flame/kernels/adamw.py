@@ -12,7 +12,7 @@ __all__ = ['adamw_reference_', 'adamw_', 'adamw_results_table']
 import math
 from functools import partial
 import torch
-from .core import triton, tl, _jit, use_triton, check_tensor, register_op, results_header
+from .core import triton, tl, _jit, _backend, use_triton, check_tensor, register_op, results_header
 
 # %% ../../nbs/15_adamw.ipynb #7cd720ea
 def _sr_seed(seed: int, step: int) -> int:
@@ -80,6 +80,7 @@ def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0
     b1, b2 = betas
     kw = dict(step=step, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if not use_triton(params, grads, exp_avg, exp_avg_sq):
+        if params.device.type == "cpu" and params.dtype == torch.float32 and _backend.get() != "reference": return _adamw_cpu_(params, grads, exp_avg, exp_avg_sq, **kw)
         return adamw_reference_(params, grads, exp_avg, exp_avg_sq, **kw, stochastic_rounding=stochastic_rounding, seed=seed)
     n, block = params.numel(), 4096
     rounding = 0 if params.dtype == torch.float32 else 2 if stochastic_rounding else 1
@@ -88,6 +89,13 @@ def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0
     _adamw_kernel[(triton.cdiv(n, block),)](params, grads, exp_avg, exp_avg_sq, n, 1 - lr * weight_decay, 1 - b1, b2, 1 - b2,
                                             eps, lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), _sr_seed(seed, step),
                                             ROUND=rounding, BLOCK=block, num_warps=8)
+    return params
+
+# %% ../../nbs/15_adamw.ipynb #cpu15a02
+def _adamw_cpu_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas, eps: float, weight_decay: float):
+    "fp32 AdamW on CPU buffers, in place: PyTorch's fused kernel (torch.optim.AdamW(fused=True)'s)."
+    torch._fused_adamw_([params], [grads], [exp_avg], [exp_avg_sq], [], [torch.tensor(float(step))], lr=lr, beta1=betas[0],
+                        beta2=betas[1], weight_decay=weight_decay, eps=eps, amsgrad=False, maximize=False)
     return params
 
 # %% ../../nbs/15_adamw.ipynb #6d0d59c6

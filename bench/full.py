@@ -1,0 +1,161 @@
+"""Layer-wise full fine-tune (issue 15): a model of real size with random weights, every weight trained, its weights,
+gradients and optimizer state in host memory (flame.layerwise.HostOptimizer), its blocks streamed to the GPU under a budget
+as `flame train --mode full` plans it (flame.policy.plan_memory). Per budget: s/step (median after warm-up) and the host
+update's share of it, peak GPU memory, peak host RSS, the bytes moved each way, and the floor: the larger of the compute time
+(the same forward + recompute + backward with every block resident and no gradient leaving the GPU, measured first in the
+same run) and each direction's bytes over its bandwidth (pinned copies, timed in the same run). Prints a table, writes JSON
+(with one step's transfer/compute trace and memory timeline under the first budget, which 23_layerwise plots).
+
+    python3 bench/full.py --model sdxl --budgets 8GB --out bench/results/full_sdxl.json
+    python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
+    python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
+"""
+import argparse, datetime, json, statistics, time
+import torch
+from flux import parse, random_flux
+from sdxl import unit_gain
+from streaming import inputs as flux_inputs, series
+from flame.io import atomic_write, format_bytes, parse_size
+from flame.layerwise import HostOptimizer
+from flame.models.flux import FluxConfig
+from flame.models.sdxl import SDXLConfig, SDXLUNet, adm_vector, micro_conditioning
+from flame.optim import make_optimizer
+from flame.policy import Probe, _outside_bytes, plan_memory
+from flame.streaming import record, stream
+from flame.tensor import MemoryTimeline
+
+SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2)
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def build(name: str, dtype, device):
+    "The model on the CPU (random weights in `dtype`, all trainable, checkpointed) and its loss on fixed inputs on `device`."
+    if name.startswith("flux"):
+        cfg = FluxConfig.dev() if name == "flux-dev" else FluxConfig.tiny()
+        m = random_flux(cfg, "cpu", dtype)
+        x = flux_inputs(device, cfg, *((4096, 512) if name == "flux-dev" else (64, 8)))
+        loss = lambda: m(*x).float().square().mean()
+    else:
+        cfg, side = (SDXLConfig.base(), 128) if name == "sdxl" else (SDXLConfig.tiny(), 16)
+        with torch.device("meta"): m = SDXLUNet(cfg)
+        m = unit_gain(m, "cpu", dtype)
+        g = torch.Generator(device).manual_seed(1)
+        r = lambda *s: torch.randn(*s, device=device, dtype=torch.bfloat16, generator=g)
+        x, t, ctx = r(1, 4, side, side), torch.full((1,), 700.0, device=device), r(1, 77, cfg.context_dim)
+        y = adm_vector(r(1, cfg.adm_in_channels - 6 * 256), micro_conditioning((8 * side, 8 * side), batch=1).to(device, torch.bfloat16))
+        loss = lambda: m(x, t, context=ctx, y=y).float().square().mean()
+    m.requires_grad_(True).train()
+    m.checkpointing = True
+    return m, loss
+
+
+def autocast(loss):
+    with torch.autocast("cuda", torch.bfloat16): return loss()
+
+
+def backward(loss): autocast(loss).backward()
+
+
+def bandwidth(n: int = 2**30) -> dict:
+    "Bytes/s of one pinned host<->device copy of `n` bytes each way (best of 3, CUDA events)."
+    h, d, out = torch.empty(n, dtype=torch.uint8).pin_memory(), torch.empty(n, dtype=torch.uint8, device="cuda"), {}
+    for name, dst, src in (("h2d", d, h), ("d2h", h, d)):
+        best = float("inf")
+        for _ in range(3):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); dst.copy_(src, non_blocking=True); b.record(); torch.cuda.synchronize()
+            best = min(best, a.elapsed_time(b) / 1e3)
+        out[name] = n / best
+    return out
+
+
+def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
+    "Median seconds of whole steps (forward, backward, host update) and of their host update; peak GPU bytes; H2D bytes per step."
+    e, out = m._flame_streaming, {"step": [], "update": []}
+    for i in range(warmup + reps):
+        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0 = e.bytes_moved
+        t0 = time.perf_counter(); backward(loss); torch.cuda.synchronize()
+        t1 = time.perf_counter(); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
+        if i >= warmup: out["step"].append(time.perf_counter() - t0); out["update"].append(time.perf_counter() - t1)
+    resident = sum(u.nbytes for u in e.units if u.index in e.resident)           # write_back copies the resident blocks in
+    return {"step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
+            "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0) / reps + resident}
+
+
+def peak_rss() -> int:
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) * 1024
+
+
+def budget_bytes(spec: str, m) -> int:
+    "A size ('8GB'), or 'Nblocks': the weights outside the blocks twice (with their gradients), N largest blocks and 128 MiB (cuBLAS workspaces, activations)."
+    if not spec.endswith("blocks"): return parse_size(spec, "budget")
+    unit = max(sum(p.nbytes for p in u.parameters()) for u in m.stream_units())
+    return 2 * _outside_bytes(m) + int(spec[:-6]) * unit + 2**27
+
+
+def main(a):
+    dev, dtype, t0 = torch.device("cuda"), DTYPES[a.weights_dtype], time.time()
+    m, loss = build(a.model, dtype, dev)
+    n, weights = sum(p.numel() for p in m.parameters()), sum(p.nbytes for p in m.parameters())
+    budgets = [(b, budget_bytes(b, m)) for b in a.budgets.split(",")]
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": str(datetime.date.today()), "model": a.model,
+           "params": n, "weights_dtype": a.weights_dtype, "optimizer": a.optimizer, "batch": 1, "warmup": a.warmup, "reps": a.reps,
+           "step": "full fine-tune: every weight trains; loss = mean(out²) under bf16 autocast; blocks checkpointed",
+           "floor": "max(compute with every block resident, H2D bytes / H2D bandwidth, D2H bytes / D2H bandwidth)",
+           "bandwidth": bandwidth(), "budgets": []}
+    print(f"{a.model}: {n / 1e9:.2f}B parameters, {format_bytes(weights)} of {a.weights_dtype} weights [{time.time() - t0:.0f}s]", flush=True)
+    stream(m, dev, weights + 2**31, trainable=True)                    # every block resident; no gradient leaves the GPU
+    rest = [p for p in m.parameters() if p.requires_grad and p.numel() and p.device.type == "cuda"]
+    def compute():
+        backward(loss)
+        for p in rest: p.grad = None
+    for _ in range(a.warmup): compute()
+    torch.cuda.synchronize(); ts = []
+    for _ in range(a.reps):
+        s = time.perf_counter(); compute(); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
+    res["compute_s"] = statistics.median(ts)
+    print(f"compute (all resident): {res['compute_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
+    opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype)
+    res["rss_after_optimizer"] = peak_rss()
+    d2h = sum(p.nbytes for p in opt.params if p.device.type == "cuda") + sum(u.nbytes for u in m._flame_streaming.units)   # each gradient, once
+    for name, b in budgets:
+        mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
+        torch.cuda.empty_cache()
+        row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
+               **timed_steps(m, loss, opt, a.warmup, a.reps), "d2h_bytes": d2h}
+        bw = res["bandwidth"]
+        row["floor_s"] = max(res["compute_s"], row["h2d_bytes"] / bw["h2d"], row["d2h_bytes"] / bw["d2h"])
+        row["ratio_to_floor"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], peak_rss()
+        if name == budgets[0][0]:
+            with record(m) as rec: backward(loss); torch.cuda.synchronize()
+            res["trace"] = rec.result.to_dict()
+            opt.zero_grad()
+            with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
+            res["memory"] = series(tl)
+        res["budgets"].append(row)
+        print(f"budget {name}: {row} [{time.time() - t0:.0f}s]", flush=True)
+        atomic_write(a.out, json.dumps(res, indent=1))
+    res["wall_s"] = time.time() - t0
+    atomic_write(a.out, json.dumps(res, indent=1))
+    table(res)
+
+
+def table(res):
+    bw = res["bandwidth"]
+    print(f"\n{res['model']}, {res['params'] / 1e9:.2f}B parameters, {res['weights_dtype']} weights, {res['optimizer']}; {res['device']}, {res['date']}")
+    print(f"compute {res['compute_s'] * 1e3:.0f} ms (every block resident); H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s")
+    print(f"{'budget':<10}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'GPU peak':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
+    for r in res["budgets"]:
+        print(f"{r['budget']:<10}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{format_bytes(r['peak_bytes']):>11}"
+              f"{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=["flux-dev", "sdxl", "flux-tiny", "sdxl-tiny"], default="sdxl")
+    ap.add_argument("--optimizer", choices=["adamw", "adamw8bit", "adafactor"], default="adamw")
+    ap.add_argument("--weights-dtype", choices=list(DTYPES), default="fp32")
+    ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
+    a = parse(ap, SMOKE, warmup=1, reps=3)
+    if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")
+    main(a)
