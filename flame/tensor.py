@@ -20,7 +20,7 @@ from .io import atomic_write, format_bytes
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'PHASES', 'COLORS', 'storage_bytes', 'Event', 'off_device', 'mark_streamed', 'MemoryTimeline',
-           'byte_ticks', 'Report', 'measure_overhead']
+           'byte_ticks', 'plot_series', 'Report', 'measure_overhead']
 
 # %% ../nbs/00_tensor.ipynb #35ffb8fb
 def storage_bytes(*tensors: torch.Tensor) -> int:
@@ -491,6 +491,19 @@ def plot(self: MemoryTimeline, ax=None, title: str | None = None):
     ax.legend(handles=ax.get_legend_handles_labels()[0] + shades, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, borderaxespad=0)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/00_tensor.ipynb #ps00a002
+def plot_series(series: dict, ax=None, title: str | None = None):
+    "Stack a saved timeline (`{'categories': [...], 'rows': [[t_s, bytes per category], ...]}`) over time (ms), in GiB. Returns the axes."
+    import matplotlib.pyplot as plt
+    rows, cats = series["rows"], series["categories"]
+    used = [c for i, c in enumerate(cats) if any(r[i + 1] for r in rows)]
+    if ax is None: _, ax = plt.subplots(figsize=(9, 3), dpi=80)
+    ax.stackplot([r[0] * 1e3 for r in rows], [[r[cats.index(c) + 1] / 2**30 for r in rows] for c in used],
+                 labels=used, colors=[COLORS[c] for c in used], step="post")
+    ax.set(xlabel="host time in the region (ms)", ylabel="GiB", title=title or "memory timeline")
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
 
 # %% ../nbs/00_tensor.ipynb #b712f86f
 class Report(str):
