@@ -116,7 +116,8 @@ def _memory_samples_output(p, D):
     "The memory, sample and output options of `flame train`."
     g = p.add_argument_group("memory and device")
     g.add_argument("--budget", type=_size, metavar="BYTES", help="device memory the run may use, e.g. 8GB; picks resident / checkpointing / "
-                                                               "activation offload / weight streaming by measuring (default: no limit)")
+                                                               "activation offload / weight streaming by measuring; --mode full whose optimizer state does not "
+                                                               "fit trains layer-wise, the state in host memory (default: no limit)")
     g.add_argument("--device", help=f"auto, cpu, cuda or cuda:N (default: {D['device']})")
     g.add_argument("--cuda-graph", action="store_true", help="replay each GPU step's forward and backward as CUDA graphs: faster where "
                    "Python's kernel launches bound the step (small models, small batches); under --budget held to it by the memory the graphs "

@@ -7,6 +7,7 @@ Docs: https://flame-dev.github.io/flame/layerwise.html.md"""
 
 # %% ../nbs/23_layerwise.ipynb #lw000004
 from __future__ import annotations
+import math
 from typing import Callable
 import torch
 from torch import nn
@@ -29,15 +30,27 @@ class HostOptimizer(torch.optim.Optimizer):
         self.model, self.engine = model, e
         self.params = [p for p in model.parameters() if p.requires_grad]
         super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
-        host = {id(p): t for u in e.units for p, t in zip(u.params, e.read_unit(u))}
-        masters = [nn.Parameter(host[id(p)].to(dtype) if id(p) in host else p.detach().to("cpu", dtype, copy=True)) for p in self.params]
-        self.opt = make(masters)
-        self.master = {id(p): m for p, m in zip(self.params, masters)}
-        self.rest = [p for p in self.params if id(p) not in host]
+        inside = {id(p) for u in e.units for p in u.params}
+        self.rest = [p for p in self.params if id(p) not in inside]     # trained on the device, outside the streamed units
+        self.master = self._masters(dtype)
+        self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self.pinned = e.cuda and _pin(self.opt.grads.flat)            # (page-locked: gradients copy at full speed, asynchronously)
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
+
+    def _masters(self, dtype) -> dict:
+        "Host copies of the trainable weights in `dtype`, views of one flat buffer in parameter order: streamed ones one unit at a time."
+        shape = {id(p): s for u in self.engine.units for p, s in zip(u.params, u.shapes)}
+        shapes = [shape.get(id(p), p.shape) for p in self.params]       # (a streamed weight is unbound: its own shape is empty)
+        flat, off, out = torch.empty(sum(math.prod(s) for s in shapes), dtype=dtype), 0, {}
+        for p, s in zip(self.params, shapes):
+            out[id(p)] = nn.Parameter(flat[off:off + math.prod(s)].view(s)); off += math.prod(s)
+            if id(p) not in shape: out[id(p)].data.copy_(p.detach())
+        for u in self.engine.units:
+            for p, t in zip(u.params, self.engine.read_unit(u)):
+                if id(p) in out: out[id(p)].data.copy_(t)
+        return out
 
     def _fold(self, p):
         "Add `p`'s completed gradient into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."

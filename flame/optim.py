@@ -20,6 +20,16 @@ __all__ = ['OPTIMIZERS', 'FlatOptimizer', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAda
            'optimizer_state_bytes', 'optim_results_table']
 
 # %% ../nbs/21_optim.ipynb #292c813c
+def _laid_flat(params) -> torch.Tensor | None:
+    "The one buffer `params` already are, in order and whole (contiguous views, back to back from its start), or None."
+    st, n = params[0].untyped_storage(), sum(p.numel() for p in params)
+    off = 0
+    for p in params:
+        if p.untyped_storage().data_ptr() != st.data_ptr() or p.storage_offset() != off or not p.is_contiguous(): return None
+        off += p.numel()
+    if n * params[0].element_size() != st.nbytes(): return None
+    return torch.empty(0, dtype=params[0].dtype, device=params[0].device).set_(st, 0, (n,))
+
 class FlatOptimizer(torch.optim.Optimizer):
     """What FLAME's optimizers share: `params` moved into one flat buffer (fp32, or bf16 updated with stochastic rounding keyed
     by `seed` and the step), gradients in an fp32 `GradBuffer`, global-norm clipping."""
@@ -32,7 +42,8 @@ class FlatOptimizer(torch.optim.Optimizer):
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm: expected a positive number or None, got {max_grad_norm!r}")
         super().__init__(params, defaults)
-        self.flat = torch.cat([p.detach().reshape(-1) for p in params])
+        self.flat = _laid_flat(params)
+        if self.flat is None: self.flat = torch.cat([p.detach().reshape(-1) for p in params])
         off = 0
         for p in params:
             p.data = self.flat[off:off + p.numel()].view_as(p); off += p.numel()

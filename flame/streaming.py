@@ -373,6 +373,8 @@ def _add_hooks(self: _Engine):
                                         before_recompute=lambda m, u=u: self._recompute(u),
                                         after_backward=lambda m, u=u: self._backward_done(u))]
         self._hooks += [p.register_post_accumulate_grad_hook(self._grad_ready) for p in u.params if p.requires_grad]
+    self._unit_of = {id(p): u.index for u in self.units for p in u.params if p.requires_grad}
+    self._pending, self._closing = {}, set()         # trainable: gradients still to come per recomputed unit; units waiting for them
 
 @patch
 def close(self: _Engine):
@@ -505,7 +507,7 @@ def _pre(self: _Engine, u, args):
     if u.index == 0:                                           # a new pass begins
         if self.store is not None: self.store.check()
         self.ring.train = torch.is_grad_enabled()
-        for v in list(self._held): self._backward_done(self.units[v])   # leftovers of an interrupted backward
+        for v in list(self._held): self._backward_done(self.units[v], force=True)   # leftovers of an interrupted backward
     self.acquire(u, backward=False)
 
 @patch
@@ -515,11 +517,15 @@ def _post(self: _Engine, u):
 @patch
 def _recompute(self: _Engine, u):
     self._held.add(u.index)
+    if n := sum(p.requires_grad for p in u.params): self._pending[u.index] = n
     self.acquire(u, backward=True)
 
 @patch
-def _backward_done(self: _Engine, u):
+def _backward_done(self: _Engine, u, force: bool = False):
+    "The unit's backward is done: release it — once its streamed weights' gradients are accumulated too (unless `force`)."
     if u.index in self._held:
+        if self._pending.get(u.index) and not force: self._closing.add(u.index); return
+        self._pending.pop(u.index, None); self._closing.discard(u.index)
         self._held.discard(u.index)
         self.release(u, backward=True)
 
@@ -806,6 +812,11 @@ def _grad_ready(self: _Engine, p):
     "A streamed weight's gradient is complete: hand it to `grad_sink`, then free it."
     if self.grad_sink is not None: self.grad_sink(p)
     p.grad = None
+    if (i := self._unit_of[id(p)]) in self._pending:            # the unit stays bound until its last weight's gradient is in
+        self._pending[i] -= 1
+        if not self._pending[i]:
+            del self._pending[i]
+            if i in self._closing: self._backward_done(self.units[i])
 
 @patch
 def forget(self: _Ring, u):

@@ -12,21 +12,21 @@ import csv, fcntl, gc, io, json, math, os, shutil, signal, time
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field, replace
 from typing import NamedTuple
+from collections.abc import Mapping
 from pathlib import Path
 import torch
 from torch import nn, Tensor
 from PIL import Image, ImageDraw
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save
 from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
-from .tensor import MemoryTimeline
+from .tensor import MemoryTimeline, storage_bytes
 from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise
 from .layerwise import HostOptimizer
-from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release
+from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
@@ -300,7 +300,7 @@ def _save_checkpoint(path: Path, opt: FlatOptimizer, ema: Tensor | None, history
     tensors = {**opt.state_dict(),
                "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
     if ema is not None: tensors["ema"] = ema
-    atomic_write(path, save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, metadata={"flame.train": json.dumps(meta)}))
+    write_safetensors(tensors, path, metadata={"flame.train": json.dumps(meta)})   # a tensor at a time, atomically: no second copy of the state
 
 # %% ../nbs/70_train.ipynb #a6edd8b0
 def _finished(out: Path) -> str | None:
@@ -489,7 +489,7 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1):
     if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer): return
     if world > 1: raise ValueError("nproc: a layer-wise full fine-tune (its trainable state fills --budget) runs in one process for now; pass --nproc 1")
     state = trainable_state_bytes(model, c.optimizer)
-    need = state + sum(p.numel() * p.element_size() for p in model.parameters())      # (+ the master copies' first copy, briefly)
+    need = state + sum(p.numel() * p.element_size() for p in model.parameters())      # (+ the copy the blocks stream from)
     if need > (have := host_available()):
         shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32")) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host, about "
@@ -558,17 +558,26 @@ class TrainState:
     last_checkpoint: Path | None = None
     reducer: BucketReduce | None = None      # several processes: the gradients' all-reduce, in buckets overlapped with backward
 
+class _Stored(Mapping):
+    "The tensors `keys` of an open safetensors file `f`, each read when asked for, and `extra` ones: a state loads a tensor at a time."
+    def __init__(self, f, keys, **extra): self.f, self.names, self.extra = f, [*keys, *extra], extra
+    def __getitem__(self, k): return self.extra[k] if k in self.extra else self.f.get_tensor(k)
+    def __iter__(self): return iter(self.names)
+    def __len__(self): return len(self.names)
+
 def _resume(run: Run, st: TrainState):
-    ck, cmeta = load_file(run.resume_from), _checkpoint_meta(run.resume_from)
-    if cmeta["signature"] != st.meta["signature"] or ck["params"].numel() != st.opt.flat.numel():
-        raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
-    steps = torch.tensor(cmeta["step"], dtype=torch.int64)                # (checkpoints before the optimizer choice hold no `steps`)
-    st.opt.load_state_dict({k: ck[k] for k in st.opt.state_dict() if k != "steps"} | {"steps": steps})
-    if st.ema is not None:
-        with torch.no_grad(): st.ema.copy_(ck["ema"])
+    cmeta = _checkpoint_meta(run.resume_from)
+    with safe_open(str(run.resume_from), "pt") as f:
+        if cmeta["signature"] != st.meta["signature"] or f.get_slice("params").get_shape() != [st.opt.flat.numel()]:
+            raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
+        steps = torch.tensor(cmeta["step"], dtype=torch.int64)            # (checkpoints before the optimizer choice hold no `steps`)
+        st.opt.load_state_dict(_Stored(f, [k for k in st.opt.state_dict() if k != "steps" and k in f.keys()], steps=steps))
+        if st.ema is not None:
+            with torch.no_grad(): st.ema.copy_(f.get_tensor("ema"))
+        history = f.get_tensor("history").tolist()
     st.step = st.opt.steps                                                # (older checkpoints' "rng": no longer drawn from)
     st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=int(m[0]) if m else 0)   # (3 columns before mem_bytes was kept)
-                  for i, (l, gn, s, *m) in enumerate(ck["history"].tolist())]
+                  for i, (l, gn, s, *m) in enumerate(history)]
     st.last_checkpoint = run.resume_from
 
 def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
@@ -1008,15 +1017,20 @@ def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
 
 def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     """The run's state and memory plan (`start_state`, `plan_run_memory`); a full fine-tune whose measured step does not fit beside
-    its state on the device starts over layer-wise, said in one line."""
+    its state on the device starts over layer-wise, said in one line. A layer-wise run says what it keeps in host memory."""
     st = start_state(run)
-    try: return st, plan_run_memory(run, st, log)
-    except NeedsLayerwise as e: why = str(e)
-    if run.world > 1: raise ValueError(f"{why}; it runs in one process for now: pass --nproc 1")
-    if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
-    st = None; gc.collect()                                          # the device optimizer goes before the host one is made
-    st = start_state(run, layerwise=True)
-    return st, plan_run_memory(run, st, log)
+    try: memory = plan_run_memory(run, st, log)
+    except NeedsLayerwise as e: memory, why = None, str(e)
+    if memory is None:
+        if run.world > 1: raise ValueError(f"{why}; it runs in one process for now: pass --nproc 1")
+        if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
+        st = None; gc.collect()                                      # the device optimizer goes before the host one is made
+        st = start_state(run, layerwise=True)
+        memory = plan_run_memory(run, st, log)
+    if isinstance(st.opt, HostOptimizer) and not run.rank:
+        log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*st.opt.opt.state_tensors()))}), "
+            f"the blocks streamed to {run.device}")
+    return st, memory
 
 def stream_store(run: Run) -> Path:
     """Where a CPU run streams its frozen weights from (a memory-mapped copy of them): beside the run folder, not in it — the
