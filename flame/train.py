@@ -421,8 +421,9 @@ def _loaded_bytes(files, itemsize: int, fp8: bool = False) -> int:
 def host_need(c: TrainConfig, device: torch.device) -> dict:
     "Bytes the run loads into host memory, by part, from its files (a model built in memory or a hub default: not counted)."
     item, need = (2 if device.type == "cuda" else 4), {}
+    weights = _WEIGHTS[c.weights_dtype].itemsize if c.mode == "full" else item      # (a full fine-tune's weights: in its weights dtype)
     if c.checkpoint is not None and Path(c.checkpoint).exists():
-        need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), item, c.base_dtype == "fp8")
+        need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), weights, c.base_dtype == "fp8")
     if c.text_encoder is not None and Path(c.text_encoder).exists():
         need["text encoders"] = _loaded_bytes(_tensor_files(c.text_encoder, ("text_encoder", "text_encoder_2", "text_encoder_3")), item)
     return need
