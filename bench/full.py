@@ -17,15 +17,25 @@ from sdxl import unit_gain
 from streaming import inputs as flux_inputs, series
 from flame.io import atomic_write, format_bytes, parse_size
 from flame.layerwise import HostOptimizer
-from flame.models.flux import FluxConfig
+from flame.models.flux import Flux, FluxConfig
 from flame.models.sdxl import SDXLConfig, SDXLUNet, adm_vector, micro_conditioning
 from flame.optim import make_optimizer
-from flame.policy import Probe, _outside_bytes, plan_memory
+from flame.policy import Probe, _outside_bytes, plan_memory, trainable_state_bytes
+from flame.train import host_available
 from flame.streaming import record, stream
 from flame.tensor import MemoryTimeline
 
 SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def host_need(name: str, dtype, optimizer: str) -> int:
+    "Host bytes the layer-wise run keeps: weights, gradients and optimizer state (built on meta), and the copy the blocks stream from."
+    with torch.device("meta"):
+        m = SDXLUNet(SDXLConfig.base() if name == "sdxl" else SDXLConfig.tiny()) if name.startswith("sdxl") else \
+            Flux(FluxConfig.dev() if name == "flux-dev" else FluxConfig.tiny())
+    m = m.to(dtype).requires_grad_(True)
+    return trainable_state_bytes(m, optimizer) + sum(p.numel() for p in m.parameters()) * dtype.itemsize
 
 
 def build(name: str, dtype, device):
@@ -158,4 +168,7 @@ if __name__ == "__main__":
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     a = parse(ap, SMOKE, warmup=1, reps=3)
     if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")
+    need, have = host_need(a.model, DTYPES[a.weights_dtype], a.optimizer), host_available()
+    if need > have: ap.exit(2, f"bench/full.py: {a.model} with {a.weights_dtype} weights and {a.optimizer} keeps about {format_bytes(need)} in host "
+                               f"memory, {format_bytes(have)} is available (--weights-dtype bf16 and --optimizer adafactor shrink it)\n")
     main(a)
