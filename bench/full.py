@@ -16,11 +16,11 @@ from flux import parse, random_flux
 from sdxl import unit_gain
 from streaming import inputs as flux_inputs, series
 from flame.io import atomic_write, format_bytes, parse_size
-from flame.layerwise import HostOptimizer
+from flame.layerwise import HostOptimizer, layerwise_host_bytes
 from flame.models.flux import Flux, FluxConfig
 from flame.models.sdxl import SDXLConfig, SDXLUNet, adm_vector, micro_conditioning
 from flame.optim import make_optimizer
-from flame.policy import Probe, _outside_bytes, plan_memory, trainable_state_bytes
+from flame.policy import Probe, _largest_unit, _outside_bytes, plan_memory
 from flame.train import host_available
 from flame.streaming import record, stream
 from flame.tensor import MemoryTimeline
@@ -34,8 +34,7 @@ def host_need(name: str, dtype, optimizer: str) -> int:
     with torch.device("meta"):
         m = SDXLUNet(SDXLConfig.base() if name == "sdxl" else SDXLConfig.tiny()) if name.startswith("sdxl") else \
             Flux(FluxConfig.dev() if name == "flux-dev" else FluxConfig.tiny())
-    m = m.to(dtype).requires_grad_(True)
-    return trainable_state_bytes(m, optimizer) + sum(p.numel() for p in m.parameters()) * dtype.itemsize
+    return layerwise_host_bytes(m.to(dtype).requires_grad_(True), optimizer)
 
 
 def build(name: str, dtype, device):
@@ -99,8 +98,7 @@ def peak_rss() -> int:
 def budget_bytes(spec: str, m) -> int:
     "A size ('8GB'), or 'Nblocks': the weights outside the blocks twice (with their gradients), N largest blocks and 128 MiB (cuBLAS workspaces, activations)."
     if not spec.endswith("blocks"): return parse_size(spec, "budget")
-    unit = max(sum(p.nbytes for p in u.parameters()) for u in m.stream_units())
-    return 2 * _outside_bytes(m) + int(spec[:-6]) * unit + 2**27
+    return 2 * _outside_bytes(m) + int(spec[:-6]) * _largest_unit(m, trainable=True) + 2**27
 
 
 def main(a):

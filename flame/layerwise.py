@@ -15,9 +15,10 @@ from fastcore.basics import patch
 from .optim import FlatOptimizer
 from .tensor import off_device
 from .streaming import _pin
+from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['HostOptimizer']
+__all__ = ['HostOptimizer', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -119,3 +120,8 @@ def close(self: HostOptimizer):
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
     if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.opt.grads.flat.data_ptr()); self.pinned = False
+
+# %% ../nbs/23_layerwise.ipynb #lw000025
+def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
+    "Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors and the streamed copy."
+    return trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters())

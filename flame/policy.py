@@ -19,15 +19,19 @@ from .streaming import BudgetTooSmall, Plan, plan, stream
 from .optim import make_optimizer
 
 # %% auto #0
-__all__ = ['POLICIES', 'frozen_unit_bytes', 'trainable_state_bytes', 'place', 'measure_peak', 'MemoryPlan', 'trains_layerwise',
-           'NeedsLayerwise', 'plan_memory', 'check_budget', 'enforce', 'Probe']
+__all__ = ['POLICIES', 'unit_bytes', 'frozen_unit_bytes', 'trainable_state_bytes', 'place', 'measure_peak', 'MemoryPlan',
+           'trains_layerwise', 'NeedsLayerwise', 'plan_memory', 'check_budget', 'enforce', 'Probe']
 
 # %% ../nbs/22_policy.ipynb #eb115d27
 POLICIES = ("resident", "checkpoint", "offload", "stream")
 
+def unit_bytes(model, trainable: bool = False) -> list[int]:
+    "Bytes of each of `model`'s stream units' frozen parameters (`trainable`: all its parameters): what streaming moves, per block."
+    return [sum(p.numel() * p.element_size() for p in u.parameters() if trainable or not p.requires_grad) for u in model.stream_units()]
+
 def frozen_unit_bytes(model) -> int:
     "Bytes of the frozen parameters of `model`'s stream units: what weight streaming would move."
-    return sum(p.numel() * p.element_size() for u in model.stream_units() for p in u.parameters() if not p.requires_grad)
+    return sum(unit_bytes(model))
 
 def trainable_state_bytes(model, optimizer: str = "adamw") -> int:
     """Bytes `flame.optim`'s `optimizer` keeps for `model`'s trainable parameters (the parameters in their dtype, fp32 gradients, its
@@ -89,7 +93,7 @@ def _fit_resident(model, optimizer, probe, device, budget, measured) -> str | No
 def _largest_unit(model, trainable: bool = False) -> int:
     "Bytes of the largest block's frozen weights (`trainable`: all its weights) — a streamed model's: its largest unit, as packed."
     if (e := getattr(model, "_flame_streaming", None)) is not None: return max(u.nbytes for u in e.units)
-    return max(sum(p.numel() * p.element_size() for p in u.parameters() if trainable or not p.requires_grad) for u in model.stream_units())
+    return max(unit_bytes(model, trainable))
 
 def _too_small(budget, state, unit, other=0, what="trainable state"):
     return ValueError(f"budget: {format_bytes(budget)} is below this model's minimum of {format_bytes(state + unit + other)} "

@@ -24,8 +24,8 @@ from .tensor import MemoryTimeline, storage_bytes
 from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .autograd import BucketReduce
-from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise
-from .layerwise import HostOptimizer
+from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
+from .layerwise import HostOptimizer, layerwise_host_bytes
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -384,7 +384,7 @@ def disk_need(c: TrainConfig, model: DiffusionModel, ds: LatentDataset, device: 
         captions = len({it.caption for it in ds.source.items})
         need["cache"] = len(ds.source.items) * latent + captions * (text.context_len * dims["context"] + dims["pooled"]) * 4
     if device.type == "cpu" and c.budget is not None:                  # the block weights streaming moves: frozen ones, or all (full)
-        need["stream store"] = sum(p.numel() * p.element_size() for u in model.stream_units() for p in u.parameters() if c.mode == "full" or not p.requires_grad)
+        need["stream store"] = sum(unit_bytes(model, trainable=c.mode == "full"))
     return need
 
 def check_disk(c: TrainConfig, out: Path, model, ds: LatentDataset, device: torch.device):
@@ -489,8 +489,7 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1):
     in several processes, or on a host that cannot hold its weights, gradients and optimizer state."""
     if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer): return
     if world > 1: raise ValueError("nproc: a layer-wise full fine-tune (its trainable state fills --budget) runs in one process for now; pass --nproc 1")
-    state = trainable_state_bytes(model, c.optimizer)
-    need = state + sum(p.numel() * p.element_size() for p in model.parameters())      # (+ the copy the blocks stream from)
+    state, need = trainable_state_bytes(model, c.optimizer), layerwise_host_bytes(model, c.optimizer)
     if need > (have := host_available()):
         shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32")) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host, about "
