@@ -1,7 +1,7 @@
 """Layer-wise full fine-tune (issue 15): a model of real size with random weights, every weight trained, its weights,
 gradients and optimizer state in host memory (flame.layerwise.HostOptimizer), its blocks streamed to the GPU under a budget
-as `flame train --mode full` plans it (flame.policy.plan_memory). Per budget: s/step (median after warm-up) and the host
-update's share of it, peak GPU memory, peak host RSS, the bytes moved each way, and the floor: the larger of the compute time
+as `flame train --mode full` plans it (flame.policy.plan_memory). Per budget and per place the update runs (on the
+GPU, range by range, or on the host): s/step (median after warm-up) and the update's share of it, peak GPU memory, peak host RSS, the bytes moved each way, and the floor: the larger of the compute time
 (the same forward + recompute + backward with every block resident and no gradient leaving the GPU, measured first in the
 same run) and each direction's bytes over its bandwidth (pinned copies, timed in the same run). Prints a table, writes JSON
 (with one step's transfer/compute trace and memory timeline under the first budget, which 23_layerwise plots).
@@ -41,7 +41,8 @@ def build(name: str, dtype, device):
     "The model on the CPU (random weights in `dtype`, all trainable, checkpointed) and its loss on fixed inputs on `device`."
     if name.startswith("flux"):
         cfg = FluxConfig.dev() if name == "flux-dev" else FluxConfig.tiny()
-        m = random_flux(cfg, "cpu", dtype)
+        m = random_flux(cfg, device, dtype).cpu()                        # (drawn on the GPU: on the CPU, Flux-dev took 6 minutes)
+        torch.cuda.empty_cache()
         x = flux_inputs(device, cfg, *((4096, 512) if name == "flux-dev" else (64, 8)))
         loss = lambda: m(*x).float().square().mean()
     else:
@@ -79,16 +80,18 @@ def bandwidth(n: int = 2**30) -> dict:
 
 
 def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
-    "Median seconds of whole steps (forward, backward, host update) and of their host update; peak GPU bytes; H2D bytes per step."
+    "Median seconds of whole steps (forward, backward, update) and of their update; peak GPU bytes; bytes moved each way per step."
     e, out = m._flame_streaming, {"step": [], "update": []}
     for i in range(warmup + reps):
-        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0 = e.bytes_moved
+        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved)
         t0 = time.perf_counter(); backward(loss); torch.cuda.synchronize()
         t1 = time.perf_counter(); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
         if i >= warmup: out["step"].append(time.perf_counter() - t0); out["update"].append(time.perf_counter() - t1)
-    resident = sum(u.nbytes for u in e.units if u.index in e.resident)           # write_back copies the resident blocks in
-    return {"step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
-            "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0) / reps + resident}
+    resident = sum(u.nbytes for u in e.units if u.index in e.resident) if opt.update == "host" else 0   # write_back copies them in
+    grads = opt.opt.grads.flat.nbytes                                  # each gradient once, into the fp32 host buffer
+    return {"update": opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
+            "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0 + opt.moved[0] - opt0[0]) / reps + resident,
+            "d2h_bytes": grads + (opt.moved[1] - opt0[1]) / reps}
 
 
 def peak_rss() -> int:
@@ -125,24 +128,26 @@ def main(a):
     print(f"compute (all resident): {res['compute_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
     opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype)
     res["rss_after_optimizer"] = peak_rss()
-    d2h = sum(p.nbytes for p in opt.params if p.device.type == "cuda") + sum(u.nbytes for u in m._flame_streaming.units)   # each gradient, once
     for name, b in budgets:
         mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
         torch.cuda.empty_cache()
-        row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
-               **timed_steps(m, loss, opt, a.warmup, a.reps), "d2h_bytes": d2h}
-        bw = res["bandwidth"]
-        row["floor_s"] = max(res["compute_s"], row["h2d_bytes"] / bw["h2d"], row["d2h_bytes"] / bw["d2h"])
-        row["ratio_to_floor"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], peak_rss()
+        for update in a.updates.split(","):
+            opt.update = update
+            row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
+                   **timed_steps(m, loss, opt, a.warmup, a.reps)}
+            bw = res["bandwidth"]
+            row["floor_s"] = max(res["compute_s"], row["h2d_bytes"] / bw["h2d"], row["d2h_bytes"] / bw["d2h"])
+            row["ratio_to_floor"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], peak_rss()
+            res["budgets"].append(row)
+            print(f"budget {name}, update on the {update}: {row} [{time.time() - t0:.0f}s]", flush=True)
+            atomic_write(a.out, json.dumps(res, indent=1))
+        opt.update = a.updates.split(",")[0]
         if name == budgets[0][0]:
             with record(m) as rec: backward(loss); torch.cuda.synchronize()
             res["trace"] = rec.result.to_dict()
             opt.zero_grad()
             with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
             res["memory"] = series(tl)
-        res["budgets"].append(row)
-        print(f"budget {name}: {row} [{time.time() - t0:.0f}s]", flush=True)
-        atomic_write(a.out, json.dumps(res, indent=1))
     res["wall_s"] = time.time() - t0
     atomic_write(a.out, json.dumps(res, indent=1))
     table(res)
@@ -152,9 +157,9 @@ def table(res):
     bw = res["bandwidth"]
     print(f"\n{res['model']}, {res['params'] / 1e9:.2f}B parameters, {res['weights_dtype']} weights, {res['optimizer']}; {res['device']}, {res['date']}")
     print(f"compute {res['compute_s'] * 1e3:.0f} ms (every block resident); H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s")
-    print(f"{'budget':<10}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'GPU peak':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
+    print(f"{'budget':<10}{'update on':>10}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'GPU peak':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
     for r in res["budgets"]:
-        print(f"{r['budget']:<10}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{format_bytes(r['peak_bytes']):>11}"
+        print(f"{r['budget']:<10}{r['update']:>10}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{format_bytes(r['peak_bytes']):>11}"
               f"{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
 
 
@@ -163,6 +168,7 @@ if __name__ == "__main__":
     ap.add_argument("--model", choices=["flux-dev", "sdxl", "flux-tiny", "sdxl-tiny"], default="sdxl")
     ap.add_argument("--optimizer", choices=["adamw", "adamw8bit", "adafactor"], default="adamw")
     ap.add_argument("--weights-dtype", choices=list(DTYPES), default="fp32")
+    ap.add_argument("--updates", default="device,host", help="where the update runs, each measured: device (the default), host")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     a = parse(ap, SMOKE, warmup=1, reps=3)
     if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")

@@ -7,7 +7,8 @@ Docs: https://flame-dev.github.io/flame/layerwise.html.md"""
 
 # %% ../nbs/23_layerwise.ipynb #lw000004
 from __future__ import annotations
-import math
+import bisect, math
+from contextlib import nullcontext
 from typing import Callable
 import torch
 from torch import nn
@@ -25,9 +26,10 @@ class HostOptimizer(torch.optim.Optimizer):
     """The optimizer of a model streamed with `trainable=True`: `make(params)` builds a `FlatOptimizer` over host copies (in
     `dtype`) of every trainable parameter; each gradient is added to its host copy as autograd completes it; `step()` clips
     and updates on the host, then writes the new weights where the model reads them."""
-    def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32):
+    def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32, update: str = "auto"):
         e = getattr(model, "_flame_streaming", None)
         if e is None or not e.trainable: raise ValueError("model: stream it with flame.streaming.stream(..., trainable=True) first")
+        if update not in ("auto", "device", "host"): raise ValueError(f"update: expected 'auto', 'device' or 'host', got {update!r}")
         self.model, self.engine = model, e
         self.params = [p for p in model.parameters() if p.requires_grad]
         super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
@@ -39,6 +41,11 @@ class HostOptimizer(torch.optim.Optimizer):
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self.pinned = e.cuda and _pin(self.opt.grads.flat)            # (page-locked: gradients copy at full speed, asynchronously)
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
+        self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
+        self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values()) if self.update == "device" and e.cuda and _pin(t)]
+        self._streams = (torch.cuda.Stream(e.device), torch.cuda.Stream(e.device)) if e.cuda else None   # (copies in, copies out)
+        self._sq, self._summed, self._ranges = torch.zeros((), device=e.device), False, (None, None)
+        self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
 
     def _masters(self, dtype) -> dict:
         "Host copies of the trainable weights in `dtype`, views of one flat buffer in parameter order: streamed ones one unit at a time."
@@ -56,8 +63,10 @@ class HostOptimizer(torch.optim.Optimizer):
     def _fold(self, p):
         "Add `p`'s completed gradient into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."
         g = self.opt.grads.view(self.master[id(p)])
-        if self.pinned and id(p) in self._fresh: g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
-        else: g.add_(p.grad.detach().to("cpu"))
+        if self.pinned and id(p) in self._fresh:
+            g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
+            self._sq += torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).square()   # (the norm, summed as they come)
+        else: g.add_(p.grad.detach().to("cpu")); self._summed = True
 
     def _fold_rest(self, p): self._fold(p); p.grad = None
 
@@ -87,8 +96,9 @@ def _landed(self: HostOptimizer):
 
 @patch
 def step(self: HostOptimizer):
-    "Clip (global norm) and update every host copy, then write the new weights back."
+    "Clip (global norm) and update every copy: range by range on the device (`update='device'`) or all at once on the host."
     self._landed()
+    if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
         self.opt.step()
         self.write_back()
@@ -96,9 +106,10 @@ def step(self: HostOptimizer):
 @patch
 def zero_grad(self: HostOptimizer, set_to_none: bool = False):
     "Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer)."
+    self._summed = False
     if not self.pinned: return self.opt.zero_grad()
     torch.cuda.synchronize(self.engine.device)                          # (no copy may land after this)
-    self._fresh = set(self.master)
+    self._fresh, self._sq = set(self.master), torch.zeros((), device=self.engine.device)
 
 @patch
 def state_tensors(self: HostOptimizer) -> tuple:
@@ -120,6 +131,100 @@ def close(self: HostOptimizer):
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
     if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.opt.grads.flat.data_ptr()); self.pinned = False
+    for t in self._locked: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+    self._locked.clear()
+
+# %% ../nbs/23_layerwise.ipynb #lw000041
+def _round(n: int) -> int: return -(-n // 256) * 256
+
+def _carve(buf: torch.Tensor, like: dict) -> dict:
+    "Tensors of `like`'s shapes and dtypes as views of the uint8 buffer `buf`, back to back (each at a 256-byte boundary)."
+    out, off = {}, 0
+    for k, t in like.items():
+        out[k] = buf[off:off + t.nbytes].view(t.dtype).view(t.shape); off += _round(t.nbytes)
+    return out
+
+@patch
+def _chunks(self: HostOptimizer, cap: int) -> list[tuple[int, int]] | None:
+    "Ranges [lo, hi) of the flat buffers, each as long as fits `cap` bytes with all its update reads (None: one range does not)."
+    opt, n, out, lo = self.opt, self.opt.flat.numel(), [], 0
+    while lo < n:
+        size = lambda x: sum(_round(t.nbytes) for t in opt._slices(lo, opt._align(x)).values())
+        if size(lo + 1) > cap: return None
+        a, b = lo + 1, n                                               # the longest that fits: a binary search
+        while a < b:
+            mid = (a + b + 1) // 2
+            a, b = (mid, b) if size(mid) <= cap else (a, mid - 1)
+        out.append((lo, opt._align(a))); lo = opt._align(a)
+    return out
+
+@patch
+def _device_work(self: HostOptimizer):
+    "(scratch sets in the ring's slots, the ranges that fit them) for an update on the device; None: on the host."
+    e = self.engine
+    if self.update != "device" or not getattr(e, "slots", None): return None    # (every block resident: no slot to work in)
+    if any(p.dtype != self.opt.flat.dtype for p in self.params): return None     # (weights stream in another dtype: converted on the host)
+    if self._ranges[0] != (key := tuple(s.data_ptr() for s in e.slots)):
+        self._ranges = (key, None)                                      # two slots, or the only one's halves, or (no overlap) all of it
+        for sets in ([e.slots[:2]] if len(e.slots) > 1 else [list(e.slots[0].chunk(2)), e.slots[:1]]):
+            if (r := self._chunks(min(s.numel() for s in sets))) is not None: self._ranges = (key, (sets, r)); break
+    return self._ranges[1]
+
+# %% ../nbs/23_layerwise.ipynb #lw000042
+@patch
+def _targets(self: HostOptimizer) -> list:
+    "Per trainable weight: (its start in the flat buffers, its host stream source or None, its view on the device or None), flat."
+    e, at, out = self.engine, lambda p: self.master[id(p)].storage_offset(), []
+    for u in e.units:
+        n = len(u.params)
+        host = e._views(u, e.pool[e.seg[u.index]:e.seg[u.index] + u.nbytes]) if e.pool is not None else [None] * n
+        dev = e._views(u, e.resident[u.index]) if u.index in e.resident else [None] * n
+        out += [(at(p), h, d) for p, h, d in zip(u.params, host, dev) if id(p) in self.master]
+    out += [(at(p), None, p.data) for p in self.rest]
+    return sorted(((a, *(None if t is None else t.view(-1) for t in ts)) for a, *ts in out), key=lambda t: t[0])
+
+def _placed(p: torch.Tensor, lo: int, targets: list) -> list:
+    "(destination, source) copies that put the updated weights `p` (flat elements [lo, lo + len)) where `targets` say."
+    out, hi = [], lo + p.numel()
+    for a, *dsts in targets[max(bisect.bisect_right([t[0] for t in targets], lo) - 1, 0):]:
+        if a >= hi: break
+        for d in dsts:
+            if d is not None and (s := max(a, lo)) < (t := min(a + d.numel(), hi)): out.append((d[s - a:t - a], p[s - lo:t - lo]))
+    return out
+
+@patch
+def _norm(self: HostOptimizer) -> float:
+    "The gradients' global norm: summed on the device as they came (one micro-batch a step), else read from the host buffer."
+    return self._sq.sqrt().item() if self.pinned and not self._summed else self.opt.grads.flat.norm().item()
+
+# %% ../nbs/23_layerwise.ipynb #lw000043
+@patch
+def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
+    "Clip and update range by range in `sets` on the device: copies in on one side stream, update, copies back on the other."
+    e, opt, cuda = self.engine, self.opt, self.engine.cuda
+    e.copier.sync()                                                    # (no block is still loading into a slot)
+    scale, targets, free = opt._clip_scale(self._norm()), self._targets(), [None] * len(sets)
+    opt.steps += 1
+    up, down = self._streams if cuda else (None, None)
+    side = lambda s: torch.cuda.stream(s) if cuda else nullcontext()
+    for i, (lo, hi) in enumerate(ranges):
+        host, k = opt._slices(lo, hi), i % len(sets)
+        dev = _carve(sets[k], host)
+        with side(up):
+            if free[k] is not None: up.wait_event(free[k])               # (the set's last range is back on the host)
+            for name, t in host.items(): dev[name].copy_(t, non_blocking=True)
+        if cuda: torch.cuda.current_stream(e.device).wait_stream(up)
+        if scale is not None: dev["grads"].mul_(scale)
+        opt._apply(opt.param_groups[0], dev, lo)
+        if cuda: down.wait_stream(torch.cuda.current_stream(e.device))
+        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, targets)
+        with side(down):
+            for d, s in back: d.copy_(s, non_blocking=True)
+            if cuda: free[k] = down.record_event()
+        self.moved[0] += sum(t.nbytes for t in host.values()); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
+    e.copier.sync()
+    for w in list(e.ring.slot_of): e.ring.forget(w)                    # (the slots held the update)
+    if e.pool is None: self.write_back()                               # (streamed from a file: written there)
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw") -> int:

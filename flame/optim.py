@@ -7,12 +7,13 @@ Docs: https://flame-dev.github.io/flame/optim.html.md"""
 
 # %% ../nbs/21_optim.ipynb #b8b83740
 from __future__ import annotations
-import math
+import bisect, itertools, math
 import torch
 from torch import Tensor
 from fastcore.basics import patch
 from .autograd import GradBuffer
 from .kernels import adamw_, adamw8bit_, adamw8bit_state
+from .kernels.adamw8bit import QBLOCK
 from .kernels.adamw import _round_bf16_stochastic, _sr_seed
 
 # %% auto #0
@@ -53,9 +54,15 @@ class FlatOptimizer(torch.optim.Optimizer):
     @property
     def rounds(self) -> bool: return self.flat.dtype == torch.bfloat16   # bf16 weights: each update stochastically rounded
 
-    def _update(self, group: dict):
-        "One update of `flat` from `grads.flat` (clipped), `self.steps` already counting it."
+    def _slices(self, lo: int, hi: int) -> dict[str, Tensor]:
+        "What an update of elements [lo, hi) reads and writes, as slices of this optimizer's buffers: `params`, `grads`, its state."
         raise NotImplementedError
+
+    def _apply(self, group: dict, t: dict[str, Tensor], lo: int):
+        "Update with `t`: `_slices(lo, hi)` or copies of them on any device; `self.steps` already counts this step."
+        raise NotImplementedError
+
+    def _align(self, off: int) -> int: return off                     # the first place at or after `off` a range may end
 
     def zero_grad(self, set_to_none: bool = False): self.grads.zero_()
 
@@ -76,13 +83,18 @@ def state_tensors(self: FlatOptimizer) -> tuple:
     return (self.flat, self.grads.flat, *self.named_state.values())
 
 @patch
+def _clip_scale(self: FlatOptimizer, norm: float) -> float | None:
+    "Keep `norm` as `grad_norm`; the factor that clips the gradients to `max_grad_norm` (None: they are within it)."
+    self.grad_norm = norm
+    return self.max_grad_norm / norm if self.max_grad_norm is not None and norm > self.max_grad_norm else None
+
+@patch
 @torch.no_grad()
 def step(self: FlatOptimizer, closure=None):
-    "Clip the gradients to `max_grad_norm` (global norm; `grad_norm` keeps it before clipping), then update."
-    self.grad_norm = self.grads.flat.norm().item()
-    if self.max_grad_norm is not None and self.grad_norm > self.max_grad_norm: self.grads.flat.mul_(self.max_grad_norm / self.grad_norm)
+    "Clip the gradients to `max_grad_norm` (global norm; `grad_norm` keeps it before clipping), then update all of `flat` at once."
+    if (s := self._clip_scale(self.grads.flat.norm().item())) is not None: self.grads.flat.mul_(s)
     self.steps += 1
-    self._update(self.param_groups[0])
+    self._apply(self.param_groups[0], self._slices(0, self.flat.numel()), 0)
 
 # %% ../nbs/21_optim.ipynb #8db65310
 @patch
@@ -120,9 +132,15 @@ class FlatAdamW(FlatOptimizer):
     @property
     def moments(self) -> tuple[Tensor, Tensor]: return self.named_state["exp_avg"], self.named_state["exp_avg_sq"]
 
-    def _update(self, g: dict):
-        adamw_(self.flat, self.grads.flat, *self.moments, step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
-               stochastic_rounding=self.rounds, seed=self.seed)
+    def _align(self, off): return min(-(-off // 64) * 64, self.flat.numel())   # (the CPU's fused AdamW computes a vector's elements
+                                                                       #  otherwise than a leftover one's: ranges of whole vectors)
+    def _slices(self, lo, hi):
+        m, v = self.moments
+        return dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], exp_avg=m[lo:hi], exp_avg_sq=v[lo:hi])
+
+    def _apply(self, g, t, lo):                                        # (rounding noise keyed by where the range starts)
+        adamw_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
+               stochastic_rounding=self.rounds, seed=self.seed + lo)
 
 # %% ../nbs/21_optim.ipynb #79b078e4
 class FlatAdamW8bit(FlatOptimizer):
@@ -133,9 +151,16 @@ class FlatAdamW8bit(FlatOptimizer):
         qm, am, qv, av = adamw8bit_state(self.flat.numel(), self.flat.device)
         self._add_state(exp_avg_codes=qm, exp_avg_absmax=am, exp_avg_sq_codes=qv, exp_avg_sq_absmax=av)
 
-    def _update(self, g: dict):
-        adamw8bit_(self.flat, self.grads.flat, *self.named_state.values(), step=self.steps, lr=g["lr"], betas=g["betas"],
-                   eps=g["eps"], weight_decay=g["weight_decay"], stochastic_rounding=self.rounds, seed=self.seed)
+    def _align(self, off): return min(-(-off // QBLOCK) * QBLOCK, self.flat.numel())    # (whole quantization blocks)
+
+    def _slices(self, lo, hi):
+        st, b = self.named_state, slice(lo // QBLOCK, -(-hi // QBLOCK))
+        return dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], exp_avg_codes=st["exp_avg_codes"][lo:hi],
+                    exp_avg_absmax=st["exp_avg_absmax"][b], exp_avg_sq_codes=st["exp_avg_sq_codes"][lo:hi], exp_avg_sq_absmax=st["exp_avg_sq_absmax"][b])
+
+    def _apply(self, g, t, lo):
+        adamw8bit_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
+                   stochastic_rounding=self.rounds, seed=self.seed + lo)
 
 # %% ../nbs/21_optim.ipynb #7f8ce320
 class FlatAdafactor(FlatOptimizer):
@@ -153,18 +178,19 @@ class FlatAdafactor(FlatOptimizer):
         new = lambda k: torch.zeros(sum(k), device=self.flat.device)
         self._add_state(exp_avg_sq_row=new(rows), exp_avg_sq_col=new(cols), exp_avg_sq=new(full))
         if beta1 is not None: self._add_state(exp_avg=torch.zeros_like(self.flat, dtype=torch.float32))
-        st = self.named_state
-        avg = st["exp_avg"].split([p.numel() for p in params]) if beta1 is not None else [None] * len(params)
-        self._views = [_views(*t) for t in zip(params, self.grads.grads, st["exp_avg_sq_row"].split(rows),
-                                                 st["exp_avg_sq_col"].split(cols), st["exp_avg_sq"].split(full), avg)]
+        self._shapes = [p.shape for p in params]
+        self._at = [list(itertools.accumulate(k, initial=0)) for k in ([p.numel() for p in params], rows, cols, full)]  # where each tensor starts
 
 # %% ../nbs/21_optim.ipynb #1774e267
-def _views(p: Tensor, g: Tensor, row: Tensor, col: Tensor, full: Tensor, avg: Tensor | None) -> dict:
-    "One tensor's working set, in its shape: the parameter, its gradient, its row and column factors (2-D and up) or its full second moment (1-D), its first moment."
-    v = dict(p=p.data, g=g, exp_avg=None if avg is None else avg.view(p.shape))
-    if p.dim() >= 2: v.update(row=row.view(p.shape[:-1]), col=col.view(*p.shape[:-2], p.shape[-1]))
-    else: v.update(full=full.view(p.shape))
+def _views(shape, p: Tensor, g: Tensor, row: Tensor, col: Tensor, full: Tensor, avg: Tensor | None) -> dict:
+    """One tensor's working set in its `shape`, from flat slices: the parameter, its gradient, its row and column factors (2-D and
+    up) or its full second moment (1-D), its first moment."""
+    v = dict(p=p.view(shape), g=g.view(shape), exp_avg=None if avg is None else avg.view(shape))
+    if len(shape) >= 2: v.update(row=row.view(shape[:-1]), col=col.view(*shape[:-2], shape[-1]))
+    else: v.update(full=full.view(shape))
     return v
+
+_FACTORS = ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq")
 
 def _rms(t: Tensor) -> Tensor: return t.norm(2) / (t.numel() ** 0.5)
 
@@ -188,11 +214,27 @@ def _adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None)
     if sr_seed is not None: v["p"].copy_(_round_bf16_stochastic(p, sr_seed))
 
 @patch
-def _update(self: FlatAdafactor, group: dict):
-    "Decay every factor with one multiply per buffer, then update tensor by tensor."
+def _align(self: FlatAdafactor, off: int) -> int: return self._at[0][bisect.bisect_left(self._at[0], off)]   # (whole tensors)
+
+@patch
+def _slices(self: FlatAdafactor, lo: int, hi: int) -> dict:
+    i, j = self._at[0].index(lo), self._at[0].index(hi)
+    cut = lambda k, at: self.named_state[k][at[i]:at[j]]
+    t = dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], **{k: cut(k, at) for k, at in zip(_FACTORS, self._at[1:])})
+    if "exp_avg" in self.named_state: t["exp_avg"] = self.named_state["exp_avg"][lo:hi]
+    return t
+
+@patch
+def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
+    "Decay the range's factors with one multiply per buffer, then update tensor by tensor (rounding keyed by each tensor's index)."
     beta2t = 1.0 - math.pow(self.steps, group["decay_rate"])
-    for k in ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq"): self.named_state[k].mul_(beta2t)
-    for i, v in enumerate(self._views): _adafactor_(v, group, beta2t, _sr_seed(self.seed + i, self.steps) if self.rounds else None)
+    for k in _FACTORS: t[k].mul_(beta2t)
+    i = self._at[0].index(lo)
+    for k in range(i, self._at[0].index(lo + t["params"].numel())):
+        part = lambda name, at: t[name][at[k] - at[i]:at[k + 1] - at[i]]
+        v = _views(self._shapes[k], *(part(n, at) for n, at in zip(("params", "grads", *_FACTORS), (self._at[0], *self._at))),
+                   part("exp_avg", self._at[0]) if "exp_avg" in t else None)
+        _adafactor_(v, group, beta2t, _sr_seed(self.seed + k, self.steps) if self.rounds else None)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd
 OPTIMIZERS = {"adamw": FlatAdamW, "adamw8bit": FlatAdamW8bit, "adafactor": FlatAdafactor}

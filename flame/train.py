@@ -1029,7 +1029,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         memory = plan_run_memory(run, st, log)
     if isinstance(st.opt, HostOptimizer) and not run.rank:
         log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*st.opt.opt.state_tensors()))}), "
-            f"the blocks streamed to {run.device}")
+            f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}")
     return st, memory
 
 def stream_store(run: Run) -> Path:
