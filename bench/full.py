@@ -166,7 +166,7 @@ def table(res):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=["flux-dev", "sdxl", "flux-tiny", "sdxl-tiny"], default="sdxl")
-    ap.add_argument("--optimizer", choices=["adamw", "adamw8bit", "adafactor"], default="adamw")
+    ap.add_argument("--optimizer", choices=["adamw", "adamw-bf16", "adamw8bit", "adafactor"], default="adamw")
     ap.add_argument("--weights-dtype", choices=list(DTYPES), default="fp32")
     ap.add_argument("--updates", default="device,host", help="where the update runs, each measured: device (the default), host")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")

@@ -99,7 +99,8 @@ def _training(p, D):
                    "k×k kernels at this rank, as kohya's conv_dim (default: off)")
     g.add_argument("--conv-alpha", type=float, metavar="A", help="alpha of the LoCon convolutions (default: the conv rank)")
     g.add_argument("--lr", type=float, help=f"learning rate (default: {D['lr']})")
-    g.add_argument("--optimizer", choices=("adamw", "adamw8bit", "adafactor"), help="adamw; adamw8bit: its moments in 8 bits (2 instead of 8 bytes "
+    g.add_argument("--optimizer", choices=("adamw", "adamw-bf16", "adamw8bit", "adafactor"), help="adamw; adamw-bf16: its moments in bf16 (4 instead "
+                   "of 8 bytes per trained parameter); adamw8bit: its moments in 8 bits (2 instead of 8 bytes "
                    f"per trained parameter); adafactor: factored second moments, no first (default: {D['optimizer']})")
     g.add_argument("--weight-decay", type=float, metavar="WD", help=f"AdamW weight decay (default: {D['weight_decay']})")
     g.add_argument("--max-grad-norm", type=_grad_norm, metavar="NORM", help=f"clip the gradient's norm to NORM; 0 or none: no clipping "

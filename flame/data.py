@@ -23,7 +23,7 @@ from .io import atomic_write
 
 # %% auto #0
 __all__ = ['IMAGE_EXTS', 'COLOURS', 'SHAPES', 'Item', 'load_rgb', 'ImageFolder', 'Shapes', 'bucket_sizes', 'nearest_bucket',
-           'cover_size', 'PatchVAE', 'HashTextEncoder', 'to_tensor', 'LatentDataset', 'image_grid']
+           'cover_size', 'PatchVAE', 'HashTextEncoder', 'to_tensor', 'text_cache_path', 'LatentDataset', 'image_grid']
 
 # %% ../nbs/60_data.ipynb #80c9cdd8
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
@@ -197,6 +197,10 @@ def to_tensor(image: Image.Image) -> Tensor:
 
 def _digest(*parts) -> str: return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()
 
+def text_cache_path(cache_dir: Path, encoder: str, caption: str) -> Path:
+    "Where a cache keeps `caption`'s embeddings by the text encoder named `encoder` (a trainer asks before loading it)."
+    return Path(cache_dir) / "text" / f"{_digest(caption, encoder)}.safetensors"
+
 # %% ../nbs/60_data.ipynb #b80fac22
 class LatentDataset:
     "Bucketed, cropped, (cached) latents and text embeddings of `source`, served as deterministic batches."
@@ -218,7 +222,7 @@ class LatentDataset:
         return f"LatentDataset({len(self.source.items)} items, {len(self)} per epoch, buckets {used}, crop={self.crop!r}, cache={str(self.cache_dir) if self.cache_dir else None})"
 
     def _latent_path(self, i): return self.cache_dir / "latents" / f"{_digest(self.source.fingerprint(i), self.cover[i], self.vae.name)}.safetensors"
-    def _text_path(self, caption): return self.cache_dir / "text" / f"{_digest(caption, self.text_encoder.name)}.safetensors"
+    def _text_path(self, caption): return text_cache_path(self.cache_dir, self.text_encoder.name, caption)
 
 # %% ../nbs/60_data.ipynb #a3167d7c
 @patch

@@ -8,6 +8,7 @@ Docs: https://flame-dev.github.io/flame/optim.html.md"""
 # %% ../nbs/21_optim.ipynb #b8b83740
 from __future__ import annotations
 import bisect, itertools, math
+from functools import partial
 import torch
 from torch import Tensor
 from fastcore.basics import patch
@@ -122,12 +123,14 @@ def load_state_dict(self: FlatOptimizer, state_dict: dict):
 
 # %% ../nbs/21_optim.ipynb #bc3414f8
 class FlatAdamW(FlatOptimizer):
-    "AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat fp32 buffer; gradients in a `GradBuffer`."
+    """AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat buffer; gradients in a `GradBuffer`; its two moments in
+    `state_dtype` (fp32, or bf16: half the state, each moment rounded to nearest after its update)."""
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None, seed: int = 0):
+                 max_grad_norm: float | None = None, seed: int = 0, state_dtype: torch.dtype = torch.float32):
+        if state_dtype not in (torch.float32, torch.bfloat16): raise ValueError(f"state_dtype: expected torch.float32 or torch.bfloat16, got {state_dtype}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed)
-        fp32 = lambda: torch.zeros_like(self.flat, dtype=torch.float32)   # (fp32 moments, bf16 weights or not)
-        self._add_state(exp_avg=fp32(), exp_avg_sq=fp32())
+        new = lambda: torch.zeros_like(self.flat, dtype=state_dtype)     # (whatever the weights' dtype)
+        self._add_state(exp_avg=new(), exp_avg_sq=new())
 
     @property
     def moments(self) -> tuple[Tensor, Tensor]: return self.named_state["exp_avg"], self.named_state["exp_avg_sq"]
@@ -237,10 +240,11 @@ def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
         _adafactor_(v, group, beta2t, _sr_seed(self.seed + k, self.steps) if self.rounds else None)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd
-OPTIMIZERS = {"adamw": FlatAdamW, "adamw8bit": FlatAdamW8bit, "adafactor": FlatAdafactor}
+OPTIMIZERS = {"adamw": FlatAdamW, "adamw-bf16": partial(FlatAdamW, state_dtype=torch.bfloat16), "adamw8bit": FlatAdamW8bit,
+              "adafactor": FlatAdafactor}
 
 def make_optimizer(name: str, params, lr: float, weight_decay: float = 0.0, max_grad_norm: float | None = None, **kw) -> FlatOptimizer:
-    "The optimizer `name` ('adamw', 'adamw8bit' or 'adafactor') over `params`; `kw` go to its class."
+    "The optimizer `name` ('adamw', 'adamw-bf16': bf16 moments, 'adamw8bit' or 'adafactor') over `params`; `kw` go to its class."
     if name not in OPTIMIZERS: raise ValueError(f"optimizer: expected one of {list(OPTIMIZERS)}, got {name!r}")
     return OPTIMIZERS[name](params, lr=lr, weight_decay=weight_decay, max_grad_norm=max_grad_norm, **kw)
 
@@ -251,6 +255,7 @@ def optimizer_state_bytes(name: str, shapes, dtype: torch.dtype = torch.float32)
     n = sum(math.prod(s) for s in shapes)
     w = n * (dtype.itemsize + 4)                                        # parameters, gradients
     if name == "adamw": return w + 8 * n
+    if name == "adamw-bf16": return w + 4 * n
     if name == "adamw8bit": return w + 2 * n + 8 * -(-n // 256)
     factors = sum(math.prod(s[:-1]) + math.prod((*s[:-2], s[-1])) if len(s) >= 2 else math.prod(s) for s in shapes)
     return w + 4 * factors

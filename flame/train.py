@@ -29,17 +29,17 @@ from .layerwise import HostOptimizer, layerwise_host_bytes
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
-from .data import ImageFolder, LatentDataset, image_grid, _digest, _seed
+from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
 
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
-           'check_disk', 'host_need', 'host_available', 'check_host', 'start_partial', 'commit', 'recover_replaced',
-           'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
-           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
-           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
-           'run_prompts', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step',
-           'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult',
-           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
+           'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'check_host', 'start_partial',
+           'commit', 'recover_replaced', 'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state',
+           'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run',
+           'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
+           'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
+           'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory',
+           'TrainResult', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -66,7 +66,7 @@ class TrainConfig:
     conv_rank: int | None = None         # LoCon (kohya's conv_dim): also the network's convolution layers, k×k kernels at this rank; None: off
     conv_alpha: float | None = None      # None: conv_alpha = conv_rank
     lr: float = 3e-3
-    optimizer: str = "adamw"             # adamw | adamw8bit (moments in 8 bits: 2 bytes/parameter) | adafactor (factored second moment)
+    optimizer: str = "adamw"             # adamw | adamw-bf16 (bf16 moments: 4 bytes/parameter) | adamw8bit (moments in 8 bits: 2) | adafactor (factored second moment)
     base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
     weights_dtype: str = "fp32"          # fp32 | bf16: a full fine-tune's weights (bf16: half the bytes, updates stochastically rounded)
     batch_size: int = 8
@@ -232,6 +232,11 @@ def _data(c: TrainConfig, fam: Family, data):
     if c.data is not None: return ImageFolder(c.data, repeats=c.repeats, allow_empty_captions=c.allow_empty_captions)
     if fam.data is None: raise ValueError(f"data: --model {c.model} needs --data (a folder of images with .txt captions)")
     return fam.data(c.res)
+
+def _data_if_valid(c: TrainConfig, fam: Family, data):
+    "The run's data, or None where `_data` would refuse it (the trainer says why later, after the model's own checks)."
+    try: return _data(c, fam, data)
+    except ValueError: return None
 
 def _rank_world() -> tuple[int, int]:
     "This process's rank and the number of processes: torch.distributed's, or (0, 1) outside a process group."
@@ -418,13 +423,14 @@ def _loaded_bytes(files, itemsize: int, fp8: bool = False) -> int:
             total += math.prod(shape) * (1 if one else _INT_BYTES.get(dt, itemsize))
     return total
 
-def host_need(c: TrainConfig, device: torch.device) -> dict:
-    "Bytes the run loads into host memory, by part, from its files (a model built in memory or a hub default: not counted)."
+def host_need(c: TrainConfig, device: torch.device, texts: bool = True) -> dict:
+    """Bytes the run loads into host memory, by part, from its files (a model built in memory or a hub default: not counted);
+    `texts` False: every caption is cached, the text encoders are never read."""
     item, need = (2 if device.type == "cuda" else 4), {}
     weights = _WEIGHTS[c.weights_dtype].itemsize if c.mode == "full" else item      # (a full fine-tune's weights: in its weights dtype)
     if c.checkpoint is not None and Path(c.checkpoint).exists():
         need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), weights, c.base_dtype == "fp8")
-    if c.text_encoder is not None and Path(c.text_encoder).exists():
+    if texts and c.text_encoder is not None and Path(c.text_encoder).exists():
         need["text encoders"] = _loaded_bytes(_tensor_files(c.text_encoder, ("text_encoder", "text_encoder_2", "text_encoder_3")), item)
     return need
 
@@ -436,9 +442,18 @@ def host_available() -> int:
     except OSError: pass
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
-def check_host(c: TrainConfig, device: torch.device):
+def run_prompts(c: TrainConfig, source) -> tuple:
+    "The prompts of the sample grids: the config's, else the data's own (the demo's), else the data's first four captions."
+    return c.sample_prompts or getattr(source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in source.items))[:4]
+
+def texts_cached(c: TrainConfig, out: Path, text, source) -> bool:
+    "Whether `out`'s cache holds every caption the run encodes (the data's, its sample prompts, the empty one): its text encoder `text` is then never read."
+    captions = dict.fromkeys(it.caption for it in source.items) | dict.fromkeys((*run_prompts(c, source), ""))
+    return all(text_cache_path(out / "cache", text.name, s).exists() for s in captions)
+
+def check_host(c: TrainConfig, device: torch.device, texts: bool = True):
     "Refuse in one line, before loading anything, when the machine cannot hold what the run loads into host memory."
-    need, have = host_need(c, device), host_available()
+    need, have = host_need(c, device, texts), host_available()
     if sum(need.values()) > have:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in need.items())
         fp8 = "--base-dtype fp8 (about half the base model's bytes), or " if c.base_dtype != "fp8" and c.mode == "lora" else ""
@@ -524,15 +539,16 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     _refuse_unfinished(c, out)                            # a run there that --resume or --overwrite must name: before any loading
     device = _rank_device(_device(c.device), world)
     if c.cuda_graph and device.type != "cuda": raise ValueError(f"cuda_graph: needs a CUDA device, got device {str(device)!r}")
-    check_host(c, device)                                 # the machine can hold what is loaded: before loading it
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
     vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device="cpu", dtype=dtype)
+    source = _data_if_valid(c, fam, data)
+    check_host(c, device, texts=source is None or not texts_cached(c, out, text, source))   # before loading the model (text encoders: read on first use)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)
     _base_dtype(c, model)
-    source = _data(c, fam, data)
+    if source is None: source = _data(c, fam, data)                     # (bad data: refused here, after the model's checks)
     res = c.res
     step = 64 if res % 64 == 0 and res >= 256 else res
     cached = any(getattr(e, "networks", None) for e in (vae, text))     # real encoders (not the tiny family's): encode once, to the run's cache
@@ -807,10 +823,6 @@ def save_caching_memory(run: Run, timelines: dict):
         which = {"images": "the largest image", "captions": "the first caption batch"}.get(what, what)
         tl.plot(ax, title=f"memory while caching: encoding {which} ({run.device})"); tl.save(run.out / f"memory-caching-{what}.json")
     fig.tight_layout(); _figure_png(fig, run.out / "memory-caching.png")
-
-def run_prompts(c: TrainConfig, source) -> tuple:
-    "The prompts of the sample grids: the config's, else the data's own (the demo's), else the data's first four captions."
-    return c.sample_prompts or getattr(source, "prompts", None) or tuple(dict.fromkeys(it.caption for it in source.items))[:4]
 
 def start_output(run: Run, log=print) -> Prompts:
     "Create the run folder, write config.json, fill the caches; returns the sample prompts and their text embeddings."

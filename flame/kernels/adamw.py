@@ -27,13 +27,15 @@ def _round_bf16_stochastic(p32: torch.Tensor, seed: int) -> torch.Tensor:
 
 def adamw_reference_(params, grads, exp_avg, exp_avg_sq, *, step, lr, betas, eps, weight_decay,
                      stochastic_rounding=False, seed=0):
-    "AdamW on flat buffers in plain PyTorch, in place (fp32 math)."
+    "AdamW on flat buffers in plain PyTorch, in place (fp32 math; bf16 moments updated in fp32, then rounded to nearest)."
     b1, b2 = betas
     p = params.float() * (1 - lr * weight_decay)
-    exp_avg.lerp_(grads, 1 - b1)
-    exp_avg_sq.mul_(b2).addcmul_(grads, grads, value=1 - b2)
-    denom = (exp_avg_sq.sqrt() / math.sqrt(1 - b2 ** step)).add_(eps)
-    p.addcdiv_(exp_avg, denom, value=-lr / (1 - b1 ** step))
+    m, v = exp_avg.float(), exp_avg_sq.float()                         # (fp32 moments: the buffers themselves)
+    m.lerp_(grads, 1 - b1)
+    v.mul_(b2).addcmul_(grads, grads, value=1 - b2)
+    denom = (v.sqrt() / math.sqrt(1 - b2 ** step)).add_(eps)
+    p.addcdiv_(m, denom, value=-lr / (1 - b1 ** step))
+    if m is not exp_avg: exp_avg.copy_(m); exp_avg_sq.copy_(v)
     if stochastic_rounding and params.dtype == torch.bfloat16: params.copy_(_round_bf16_stochastic(p, _sr_seed(seed, step)))
     else: params.copy_(p)
     return params
@@ -49,38 +51,42 @@ def _round_bf16(p, offs, seed, ROUND: tl.constexpr):
 
 @_jit
 def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, step_size, bc2_sqrt, seed,
-                  ROUND: tl.constexpr, BLOCK: tl.constexpr):
+                  ROUND: tl.constexpr, BLOCK: tl.constexpr, STATE_BF16: tl.constexpr = False):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     p = tl.load(P + offs, mask=mask).to(tl.float32)
     g = tl.load(G + offs, mask=mask)
-    m = tl.load(M + offs, mask=mask)
-    v = tl.load(V + offs, mask=mask)
+    m = tl.load(M + offs, mask=mask).to(tl.float32)
+    v = tl.load(V + offs, mask=mask).to(tl.float32)
     p = p * decay
     m = m + one_minus_b1 * (g - m)
     v = beta2 * v + one_minus_b2 * (g * g)
     p = p - step_size * (m / (tl.sqrt(v) / bc2_sqrt + eps))
     if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
     tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
-    tl.store(M + offs, m, mask=mask)
-    tl.store(V + offs, v, mask=mask)
+    if STATE_BF16:                                    # bf16 moments: rounded to nearest here (the cast alone truncates in the interpreter)
+        m, v = _round_bf16(m, offs, seed, 1), _round_bf16(v, offs, seed, 1)
+    tl.store(M + offs, m.to(M.dtype.element_ty), mask=mask)
+    tl.store(V + offs, v.to(V.dtype.element_ty), mask=mask)
 
 # %% ../../nbs/15_adamw.ipynb #ae224b20
 def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
            weight_decay: float = 1e-2, stochastic_rounding: bool = False, seed: int = 0):
-    "One AdamW step, in place, on flat 1-D buffers: fp32 grads and state; fp32 or bf16 params (bf16: optional stochastic rounding)."
+    """One AdamW step, in place, on flat 1-D buffers: fp32 grads; fp32 or bf16 moments (bf16: rounded to nearest); fp32 or bf16
+    params (bf16: optional stochastic rounding)."""
     check_tensor("params", params)
     if params.dim() != 1 or params.dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"params: expected a 1-D float32 or bfloat16 tensor, got {tuple(params.shape)} {params.dtype}")
-    for name, t in (("grads", grads), ("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)):
-        check_tensor(name, t, shape=params.shape, dtype=torch.float32, device=params.device)
+    state = torch.bfloat16 if exp_avg.dtype == torch.bfloat16 else torch.float32
+    for name, t, dtype in (("grads", grads, torch.float32), ("exp_avg", exp_avg, state), ("exp_avg_sq", exp_avg_sq, state)):
+        check_tensor(name, t, shape=params.shape, dtype=dtype, device=params.device)
     for name, t in (("params", params), ("grads", grads), ("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)):
         if not t.is_contiguous(): raise ValueError(f"{name}: expected a contiguous (flat) buffer")
     if int(step) < 1: raise ValueError(f"step: expected an int >= 1 (steps count from 1), got {step}")
     b1, b2 = betas
     kw = dict(step=step, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if not use_triton(params, grads, exp_avg, exp_avg_sq):
-        if params.device.type == "cpu" and params.dtype == torch.float32 and _backend.get() != "reference": return _adamw_cpu_(params, grads, exp_avg, exp_avg_sq, **kw)
+        if params.device.type == "cpu" and params.dtype == state == torch.float32 and _backend.get() != "reference": return _adamw_cpu_(params, grads, exp_avg, exp_avg_sq, **kw)
         return adamw_reference_(params, grads, exp_avg, exp_avg_sq, **kw, stochastic_rounding=stochastic_rounding, seed=seed)
     n, block = params.numel(), 4096
     rounding = 0 if params.dtype == torch.float32 else 2 if stochastic_rounding else 1
@@ -88,7 +94,7 @@ def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0
     # 1 - 0.999 is off by 5e-5 (relative) and the second moment drifts from torch's
     _adamw_kernel[(triton.cdiv(n, block),)](params, grads, exp_avg, exp_avg_sq, n, 1 - lr * weight_decay, 1 - b1, b2, 1 - b2,
                                             eps, lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), _sr_seed(seed, step),
-                                            ROUND=rounding, BLOCK=block, num_warps=8)
+                                            ROUND=rounding, BLOCK=block, STATE_BF16=state == torch.bfloat16, num_warps=8)
     return params
 
 # %% ../../nbs/15_adamw.ipynb #cpu15a02
