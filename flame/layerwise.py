@@ -65,7 +65,7 @@ class HostOptimizer(torch.optim.Optimizer):
         g = self.opt.grads.view(self.master[id(p)])
         if self.pinned and id(p) in self._fresh:
             g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
-            self._sq += torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).square()   # (the norm, summed as they come)
+            if self.update == "device": self._sq += torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).square()   # (the norm, as they come)
         else: g.add_(p.grad.detach().to("cpu")); self._summed = True
 
     def _fold_rest(self, p): self._fold(p); p.grad = None
@@ -183,10 +183,10 @@ def _targets(self: HostOptimizer) -> list:
     out += [(at(p), None, p.data) for p in self.rest]
     return sorted(((a, *(None if t is None else t.view(-1) for t in ts)) for a, *ts in out), key=lambda t: t[0])
 
-def _placed(p: torch.Tensor, lo: int, targets: list) -> list:
-    "(destination, source) copies that put the updated weights `p` (flat elements [lo, lo + len)) where `targets` say."
+def _placed(p: torch.Tensor, lo: int, targets: list, starts: list) -> list:
+    "(destination, source) copies that put the updated weights `p` (flat elements [lo, lo + len)) where `targets` (at `starts`) say."
     out, hi = [], lo + p.numel()
-    for a, *dsts in targets[max(bisect.bisect_right([t[0] for t in targets], lo) - 1, 0):]:
+    for a, *dsts in targets[max(bisect.bisect_right(starts, lo) - 1, 0):]:
         if a >= hi: break
         for d in dsts:
             if d is not None and (s := max(a, lo)) < (t := min(a + d.numel(), hi)): out.append((d[s - a:t - a], p[s - lo:t - lo]))
@@ -204,6 +204,7 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     e.copier.sync()                                                    # (no block is still loading into a slot)
     scale, targets, free = opt._clip_scale(self._norm()), self._targets(), [None] * len(sets)
+    starts = [t[0] for t in targets]
     opt.steps += 1
     up, down = self._streams if cuda else (None, None)
     side = lambda s: torch.cuda.stream(s) if cuda else nullcontext()
@@ -217,7 +218,7 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
         if scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
         if cuda: down.wait_stream(torch.cuda.current_stream(e.device))
-        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, targets)
+        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, targets, starts)
         with side(down):
             for d, s in back: d.copy_(s, non_blocking=True)
             if cuda: free[k] = down.record_event()
