@@ -10,7 +10,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
     python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
 """
-import argparse, datetime, json, statistics, time
+import argparse, datetime, gc, json, statistics, time
 import torch
 from flux import parse, random_flux
 from sdxl import unit_gain
@@ -84,12 +84,14 @@ def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
     e, out = m._flame_streaming, {"step": [], "update": []}
     for i in range(warmup + reps):
         if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved)
+        if opt.fuses: opt.arm()                                        # ("backward": each block updated in it)
         t0 = time.perf_counter(); backward(loss); torch.cuda.synchronize()
         t1 = time.perf_counter(); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
         if i >= warmup: out["step"].append(time.perf_counter() - t0); out["update"].append(time.perf_counter() - t1)
     resident = sum(u.nbytes for u in e.units if u.index in e.resident) if opt.update == "host" else 0   # write_back copies them in
-    grads = opt.opt.grads.flat.nbytes                                  # each gradient once, into the fp32 host buffer
-    return {"update": opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
+    fused = sum(hi - lo for lo, hi, *_ in opt._spans.values()) if opt.fuses else 0   # (those gradients never leave the GPU)
+    grads = opt.opt.grads.flat.nbytes - fused * opt.opt.grads.flat.element_size()      # each other gradient once, into the fp32 host buffer
+    return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
             "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0 + opt.moved[0] - opt0[0]) / reps + resident,
             "d2h_bytes": grads + (opt.moved[1] - opt0[1]) / reps}
 
@@ -126,13 +128,15 @@ def main(a):
         s = time.perf_counter(); compute(); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
     res["compute_s"] = statistics.median(ts)
     print(f"compute (all resident): {res['compute_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
-    opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype)
-    res["rss_after_optimizer"] = peak_rss()
-    for name, b in budgets:
-        mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
-        torch.cuda.empty_cache()
-        for update in a.updates.split(","):
-            opt.update = update
+    opt = None
+    for update in a.updates.split(","):                                # "backward": on the device, each block in its backward (clip by unit)
+        if opt is not None: opt.close(); opt = None; gc.collect()
+        opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype,
+                            update="device" if update == "backward" else update, clip="unit" if update == "backward" else "global")
+        res.setdefault("rss_after_optimizer", peak_rss())
+        for name, b in budgets:
+            mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
+            torch.cuda.empty_cache()
             row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
                    **timed_steps(m, loss, opt, a.warmup, a.reps)}
             bw = res["bandwidth"]
@@ -141,8 +145,7 @@ def main(a):
             res["budgets"].append(row)
             print(f"budget {name}, update on the {update}: {row} [{time.time() - t0:.0f}s]", flush=True)
             atomic_write(a.out, json.dumps(res, indent=1))
-        opt.update = a.updates.split(",")[0]
-        if name == budgets[0][0]:
+            if name != budgets[0][0] or "trace" in res: continue
             with record(m) as rec: backward(loss); torch.cuda.synchronize()
             res["trace"] = rec.result.to_dict()
             opt.zero_grad()
@@ -168,7 +171,8 @@ if __name__ == "__main__":
     ap.add_argument("--model", choices=["flux-dev", "sdxl", "flux-tiny", "sdxl-tiny"], default="sdxl")
     ap.add_argument("--optimizer", choices=["adamw", "adamw-bf16", "adamw8bit", "adafactor"], default="adamw")
     ap.add_argument("--weights-dtype", choices=list(DTYPES), default="fp32")
-    ap.add_argument("--updates", default="device,host", help="where the update runs, each measured: device (the default), host")
+    ap.add_argument("--updates", default="device,host", help="where the update runs, each measured: device (after the backward; the default), "
+                    "host, backward (each block on the device in its backward, clipped by block)")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     a = parse(ap, SMOKE, warmup=1, reps=3)
     if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")

@@ -17,7 +17,7 @@ __all__ = ['parser', 'main']
 _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, zero_terminal_snr=False, min_snr_gamma=None,
                  offset_noise=0.0, steps=400, rank=8,
                  alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, optimizer="adamw", base_dtype="bf16", weights_dtype="fp32", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
-                 weight_decay=0.0, max_grad_norm=1.0, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
+                 weight_decay=0.0, max_grad_norm=1.0, clip="global", guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
                  caption_dropout=0.0, device="auto", nproc=1, bucket_mb=25.0, progress=True, cuda_graph=False)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
 _EPILOG = """examples:
@@ -105,6 +105,9 @@ def _training(p, D):
     g.add_argument("--weight-decay", type=float, metavar="WD", help=f"AdamW weight decay (default: {D['weight_decay']})")
     g.add_argument("--max-grad-norm", type=_grad_norm, metavar="NORM", help=f"clip the gradient's norm to NORM; 0 or none: no clipping "
                                                                             f"(default: {D['max_grad_norm']})")
+    g.add_argument("--clip", choices=("global", "unit"), help="global: clip by the whole gradient's norm (exact); unit: each block to "
+                   "its share of --max-grad-norm, which lets a layer-wise full fine-tune on a GPU update each block in its backward "
+                   f"(default: {D['clip']})")
     g.add_argument("--batch-size", type=int, metavar="B", help=f"images per micro-batch (default: {D['batch_size']})")
     g.add_argument("--grad-accum", type=int, metavar="K", help=f"micro-batches per optimizer step (default: {D['grad_accum']})")
     g.add_argument("--guidance", type=float, metavar="G", help=f"the guidance input while training a guidance-distilled model (flux-dev) "

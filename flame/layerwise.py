@@ -13,23 +13,26 @@ from typing import Callable
 import torch
 from torch import nn
 from fastcore.basics import patch
-from .optim import FlatOptimizer
+from .optim import FlatOptimizer, group_norm
 from .tensor import off_device
-from .streaming import _pin
+from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['HostOptimizer', 'layerwise_host_bytes']
+__all__ = ['HostOptimizer', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
     """The optimizer of a model streamed with `trainable=True`: `make(params)` builds a `FlatOptimizer` over host copies (in
-    `dtype`) of every trainable parameter; each gradient is added to its host copy as autograd completes it; `step()` clips
-    and updates on the host, then writes the new weights where the model reads them."""
-    def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32, update: str = "auto"):
+    `dtype`) of every trainable parameter; each gradient goes to its host copy as autograd completes it; `step()` clips and
+    updates them (range by range on the device, or on the host), then writes the new weights where the model reads them.
+    `clip='unit'`: each unit clipped to its share of `max_grad_norm`, and updated in the backward (after `arm()`) on the device."""
+    def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32,
+                 update: str = "auto", clip: str = "global"):
         e = getattr(model, "_flame_streaming", None)
         if e is None or not e.trainable: raise ValueError("model: stream it with flame.streaming.stream(..., trainable=True) first")
         if update not in ("auto", "device", "host"): raise ValueError(f"update: expected 'auto', 'device' or 'host', got {update!r}")
+        if clip not in ("global", "unit"): raise ValueError(f"clip: expected 'global' or 'unit', got {clip!r}")
         self.model, self.engine = model, e
         self.params = [p for p in model.parameters() if p.requires_grad]
         super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
@@ -44,8 +47,10 @@ class HostOptimizer(torch.optim.Optimizer):
         self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
         self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values()) if self.update == "device" and e.cuda and _pin(t)]
         self._streams = (torch.cuda.Stream(e.device), torch.cuda.Stream(e.device)) if e.cuda else None   # (copies in, copies out)
-        self._sq, self._summed, self._ranges = torch.zeros((), device=e.device), False, (None, None)
+        self._summed, self._ranges = False, (None, None)
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
+        self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
+        self._plan_fusing(clip)
 
     def _masters(self, dtype) -> dict:
         "Host copies of the trainable weights in `dtype`, views of one flat buffer in parameter order: streamed ones one unit at a time."
@@ -62,10 +67,13 @@ class HostOptimizer(torch.optim.Optimizer):
 
     def _fold(self, p):
         "Add `p`'s completed gradient into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."
+        if self._armed and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p): return   # (updated in this backward)
         g = self.opt.grads.view(self.master[id(p)])
+        self._seen.add(id(p))
         if self.pinned and id(p) in self._fresh:
             g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
-            if self.update == "device": self._sq += torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).square()   # (the norm, as they come)
+            if self.update == "device":                                  # (the norms, as they come: per clip group)
+                self._sq[self._group_of.get(id(p), 0)] += torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).square()
         else: g.add_(p.grad.detach().to("cpu")); self._summed = True
 
     def _fold_rest(self, p): self._fold(p); p.grad = None
@@ -96,8 +104,8 @@ def _landed(self: HostOptimizer):
 
 @patch
 def step(self: HostOptimizer):
-    "Clip (global norm) and update every copy: range by range on the device (`update='device'`) or all at once on the host."
-    self._landed()
+    "Clip and update every copy the backward did not: range by range on the device (`update='device'`) or all at once on the host."
+    self._flush(); self._landed(); self._armed = False
     if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
         self.opt.step()
@@ -106,15 +114,15 @@ def step(self: HostOptimizer):
 @patch
 def zero_grad(self: HostOptimizer, set_to_none: bool = False):
     "Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer)."
-    self._summed = False
+    self._summed = False; self._seen.clear(); self._waiting.clear()
     if not self.pinned: return self.opt.zero_grad()
     torch.cuda.synchronize(self.engine.device)                          # (no copy may land after this)
-    self._fresh, self._sq = set(self.master), torch.zeros((), device=self.engine.device)
+    self._fresh, self._sq = set(self.master), torch.zeros_like(self._sq)
 
 @patch
 def state_tensors(self: HostOptimizer) -> tuple:
-    "What this optimizer keeps on the device: the weights outside the streamed units (the rest is on the host)."
-    return tuple(self.rest)
+    "What this optimizer keeps on the device: the weights outside the streamed units (the rest is on the host), the update's scratch."
+    return tuple(self.rest) + (() if self._scratch is None else (self._scratch,))
 
 @patch
 def state_dict(self: HostOptimizer) -> dict: return self.opt.state_dict()
@@ -127,12 +135,12 @@ def load_state_dict(self: HostOptimizer, state_dict: dict):
 
 @patch
 def close(self: HostOptimizer):
-    "Stop collecting gradients (the engine drops streamed ones again)."
+    "Stop collecting gradients (the engine drops streamed ones again); free the update's scratch."
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
     if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.opt.grads.flat.data_ptr()); self.pinned = False
     for t in self._locked: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
-    self._locked.clear()
+    self._locked.clear(); self._scratch = self._sets = None; self.fuses = self._armed = False
 
 # %% ../nbs/23_layerwise.ipynb #lw000041
 def _round(n: int) -> int: return -(-n // 256) * 256
@@ -145,9 +153,9 @@ def _carve(buf: torch.Tensor, like: dict) -> dict:
     return out
 
 @patch
-def _chunks(self: HostOptimizer, cap: int) -> list[tuple[int, int]] | None:
-    "Ranges [lo, hi) of the flat buffers, each as long as fits `cap` bytes with all its update reads (None: one range does not)."
-    opt, n, out, lo = self.opt, self.opt.flat.numel(), [], 0
+def _chunks(self: HostOptimizer, cap: int, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]] | None:
+    "Ranges of elements [lo, hi) of the flat buffers, each as long as fits `cap` bytes with all its update reads (None: one does not)."
+    opt, n, out = self.opt, self.opt.flat.numel() if hi is None else hi, []
     while lo < n:
         size = lambda x: sum(_round(t.nbytes) for t in opt._slices(lo, opt._align(x)).values())
         if size(lo + 1) > cap: return None
@@ -160,8 +168,9 @@ def _chunks(self: HostOptimizer, cap: int) -> list[tuple[int, int]] | None:
 
 @patch
 def _device_work(self: HostOptimizer):
-    "(scratch sets in the ring's slots, the ranges that fit them) for an update on the device; None: on the host."
+    "(scratch sets, the ranges that fit them) for an update on the device — its own scratch, or the ring's slots; None: on the host."
     e = self.engine
+    if self.fuses: return self._sets, self._whole
     if self.update != "device" or not getattr(e, "slots", None): return None    # (every block resident: no slot to work in)
     if any(p.dtype != self.opt.flat.dtype for p in self.params): return None     # (weights stream in another dtype: converted on the host)
     if self._ranges[0] != (key := tuple(s.data_ptr() for s in e.slots)):
@@ -192,40 +201,173 @@ def _placed(p: torch.Tensor, lo: int, targets: list, starts: list) -> list:
             if d is not None and (s := max(a, lo)) < (t := min(a + d.numel(), hi)): out.append((d[s - a:t - a], p[s - lo:t - lo]))
     return out
 
+def _scale_pieces(g: torch.Tensor, lo: int, pieces: list):
+    "Multiply the parts of `g` (flat elements [lo, lo + len)) that `pieces` — (start, length, factor), sorted — cover by their factors."
+    hi = lo + g.numel()
+    for a, n, f in pieces[max(bisect.bisect_right(pieces, (lo, math.inf)) - 1, 0):]:
+        if a >= hi: break
+        if (s := max(a, lo)) < (t := min(a + n, hi)): g[s - lo:t - lo].mul_(f)
+
 @patch
 def _norm(self: HostOptimizer) -> float:
-    "The gradients' global norm: summed on the device as they came (one micro-batch a step), else read from the host buffer."
-    return self._sq.sqrt().item() if self.pinned and not self._summed else self.opt.grads.flat.norm().item()
+    "The gradients' global norm (clipped globally): summed on the device as they came (one micro-batch a step), else read from the host."
+    return self._sq.sum().sqrt().item() if self.pinned and not self._summed else self.opt.grads.flat.norm().item()
+
+def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
+    "Indices into `params` of each of `units`' (a group each, maybe empty), then of all the others: the groups `clip='unit'` clips."
+    at = {id(p): i for i, p in enumerate(params)}
+    groups = [[at[id(p)] for p in dict.fromkeys(u.parameters()) if id(p) in at] for u in units]
+    inside = {i for g in groups for i in g}
+    return groups + [[i for i in range(len(params)) if i not in inside]]
 
 # %% ../nbs/23_layerwise.ipynb #lw000043
 @patch
-def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
-    "Clip and update range by range in `sets` on the device: copies in on one side stream, update, copies back on the other."
+def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, grads: list | None = None):
+    """Update `ranges` of the flat buffers in scratch `sets` on the device: each copied in on one side stream (its gradient from
+    `grads` — (flat start, gradient) pieces already on the device — when given), scaled by `scale`, updated, copied back on the other."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
-    e.copier.sync()                                                    # (no block is still loading into a slot)
-    scale, targets, free = opt._clip_scale(self._norm()), self._targets(), [None] * len(sets)
-    starts = [t[0] for t in targets]
-    opt.steps += 1
+    if self._placement is None: self._placement = (t := self._targets(), [a for a, *_ in t])
     up, down = self._streams if cuda else (None, None)
-    side = lambda s: torch.cuda.stream(s) if cuda else nullcontext()
+    side, here = (lambda s: torch.cuda.stream(s) if cuda else nullcontext()), torch.cuda.current_stream(e.device) if cuda else None
     for i, (lo, hi) in enumerate(ranges):
         host, k = opt._slices(lo, hi), i % len(sets)
-        dev = _carve(sets[k], host)
+        dev, ins = _carve(sets[k], host), {n: t for n, t in host.items() if grads is None or n != "grads"}
         with side(up):
-            if free[k] is not None: up.wait_event(free[k])               # (the set's last range is back on the host)
-            for name, t in host.items(): dev[name].copy_(t, non_blocking=True)
-        if cuda: torch.cuda.current_stream(e.device).wait_stream(up)
-        if scale is not None: dev["grads"].mul_(scale)
+            if (ev := self._free.get(sets[k].data_ptr())) is not None: up.wait_event(ev)   # (the set's last range is back on the host)
+            for name, t in ins.items(): dev[name].copy_(t, non_blocking=True)
+        if cuda: here.wait_stream(up)
+        for g, d in _placed(dev["grads"], lo, grads or [], [a for a, _ in grads or []]): d.copy_(g)
+        if isinstance(scale, list): _scale_pieces(dev["grads"], lo, scale)
+        elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
-        if cuda: down.wait_stream(torch.cuda.current_stream(e.device))
-        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, targets, starts)
+        if cuda: down.wait_stream(here)
+        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, *self._placement)
         with side(down):
             for d, s in back: d.copy_(s, non_blocking=True)
-            if cuda: free[k] = down.record_event()
-        self.moved[0] += sum(t.nbytes for t in host.values()); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
+            if cuda: self._free[sets[k].data_ptr()] = down.record_event()
+        self.moved[0] += sum(t.nbytes for t in ins.values()); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
+
+@patch
+def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
+    "Clip and update on the device what the backward did not; then the ring forgets what its slots held."
+    e = self.engine
+    e.copier.sync()                                                    # (no block is still loading into a slot)
+    scale = self._clip_left()
+    self._begin()
+    self._update_ranges(sets, self._left(ranges), scale)
     e.copier.sync()
-    for w in list(e.ring.slot_of): e.ring.forget(w)                    # (the slots held the update)
+    for w in list(e.ring.slot_of): e.ring.forget(w)                    # (the slots held the update, or units it changed)
     if e.pool is None: self.write_back()                               # (streamed from a file: written there)
+    self._done.clear(); self._waiting.clear(); self._stepped, self._placement = False, None
+
+# %% ../nbs/23_layerwise.ipynb #lw000046
+@patch
+def _begin(self: HostOptimizer):
+    "Count this step, once, before its first range is updated (in the backward, or in `step`)."
+    if not self._stepped: self.opt.steps += 1; self._stepped = True
+
+@patch
+def _clip_left(self: HostOptimizer):
+    """The factors that clip what the backward did not update; sets `grad_norm`. Global: one factor (None: within it); by groups:
+    (flat start, length, factor) pieces, the norms summed on the device as gradients came (one micro-batch) or read on the host."""
+    opt, known = self.opt, dict(self._done)                            # (a unit updated in the backward: its group index is its index)
+    if opt.clip_groups is None: return opt._clip_scale(self._norm())
+    if self.pinned and not self._summed: known.update((k, n) for k, n in enumerate(self._sq.sqrt().cpu()) if opt.clip_groups[k] and k not in known)
+    factors = opt._clip_groups(known, skip=self._done, scale=False)
+    return sorted((a, n, f) for k, f in factors.items() for a, n in self._segs[k])
+
+@patch
+def _left(self: HostOptimizer, ranges: list) -> list:
+    "`ranges` (the whole buffer's) when the backward updated no unit; else the gaps between those it did, in ranges of their own."
+    if not self._done: return ranges
+    cap, out, lo = min(s.numel() for s in self._sets), [], 0
+    for a, b in sorted(self._spans[i][:2] for i in self._done) + [(self.opt.flat.numel(),) * 2]:
+        if lo < a: out += self._chunks(cap, lo, a)
+        lo = b
+    return out
+
+# %% ../nbs/23_layerwise.ipynb #lw000048
+def update_scratch_bytes(model: nn.Module) -> int:
+    "Device bytes of the scratch a layer-wise update in the backward works in: one ring slot's, its largest unit as packed."
+    if (e := getattr(model, "_flame_streaming", None)) is not None: return _aligned(max(u.nbytes for u in e.units))
+    return _aligned(max(_layout(list(dict.fromkeys(u.parameters())))[1] for u in model.stream_units()))
+
+def backward_update_bytes(model: nn.Module) -> int:
+    """Device bytes that updating each unit in its backward adds to a step: its scratch, and one unit's gradients — held until
+    the unit's last is in, where otherwise each goes to the host as it comes (a unit's weights' bytes: the same dtype)."""
+    return 2 * update_scratch_bytes(model)
+
+@patch
+def _plan_fusing(self: HostOptimizer, clip: str):
+    "Clip groups (by unit), which units the backward may update (`_spans`) and the scratch it updates them in."
+    e, opt = self.engine, self.opt
+    same = all(p.dtype == opt.flat.dtype for p in self.params)        # (the weights stream in the master's dtype)
+    self.fuses = self.update == "device" and same and (clip == "unit" or opt.max_grad_norm is None)
+    if clip == "unit" or self.fuses: opt.clip_by(unit_groups(self.params, [u.module for u in e.units]))
+    groups = opt.clip_groups or []
+    self._group_of = {id(self.params[i]): k for k, g in enumerate(groups) for i in g}
+    self._sq = torch.zeros(max(len(groups), 1), device=e.device)     # (summed squares of the gradients per group, or of all)
+    at = lambda i: (self.master[id(self.params[i])].storage_offset(), self.master[id(self.params[i])].numel())   # (a streamed weight is unbound)
+    self._segs = {k: _merged(sorted(map(at, g))) for k, g in enumerate(groups)}
+    self._spans, self._unit_of, self._scratch, self._sets = {}, {}, None, None
+    if not self.fuses: return
+    self._scratch = torch.empty(update_scratch_bytes(self.model), dtype=torch.uint8, device=e.device)
+    for sets in (list(self._scratch.chunk(2)), [self._scratch]):      # (halves overlap copies with updates; else the whole)
+        if (whole := self._chunks(min(s.numel() for s in sets))) is not None: self._sets, self._whole = sets, whole; break
+    if self._sets is None: self._scratch, self.fuses = None, False; return
+    cap = min(s.numel() for s in self._sets)
+    for u in e.units:
+        if (span := self._span(ps := [p for p in u.params if id(p) in self.master])) is not None:
+            self._spans[u.index] = (*span, ps, self._chunks(cap, *span))
+            self._unit_of.update((id(p), u.index) for p in ps)
+
+def _merged(spans: list) -> list:
+    "Sorted (start, length) spans with the adjacent ones joined."
+    out = []
+    for a, n in spans:
+        if out and out[-1][0] + out[-1][1] == a: out[-1] = (out[-1][0], out[-1][1] + n)
+        else: out.append((a, n))
+    return out
+
+@patch
+def _span(self: HostOptimizer, ps: list) -> tuple[int, int] | None:
+    "Where the weights `ps` lie in the flat buffers, [lo, hi): when back to back, and a range may start and end there (else None)."
+    at = sorted((self.master[id(p)].storage_offset(), self.master[id(p)].numel()) for p in ps)
+    if not at or any(a + n != b for (a, n), (b, _) in zip(at, at[1:])): return None
+    lo, hi = at[0][0], at[-1][0] + at[-1][1]
+    return (lo, hi) if self.opt._align(lo) == lo and self.opt._align(hi) == hi else None
+
+@patch
+def arm(self: HostOptimizer):
+    "The next backward is the step's last: the units whose whole gradient it makes are updated in it (when this optimizer `fuses`)."
+    self._armed = self.fuses
+
+@patch
+def _fuse(self: HostOptimizer, i: int, p) -> bool:
+    "Keep `p`'s gradient for unit `i`'s update; run it once the unit's last is in. False: fold it to the host instead."
+    if i in self._done: raise RuntimeError("backward: this step's armed backward already updated the model; call step() before another")
+    if i not in self._waiting:                                         # (the unit's first gradient of this backward decides)
+        self._waiting[i] = None if any(id(q) in self._seen for q in self._spans[i][2]) else []   # (part of it is on the host)
+    if (w := self._waiting[i]) is None: return False
+    w.append((self.master[id(p)].storage_offset(), p.grad.detach().reshape(-1))); self._fresh.discard(id(p))
+    if len(w) == len(self._spans[i][2]): self._update_unit(i, sorted(w, key=lambda t: t[0])); del self._waiting[i]
+    return True
+
+@patch
+def _flush(self: HostOptimizer):
+    "Units the backward left incomplete (a weight the step did not use got no gradient): what came goes to the host, for `step`."
+    for w in self._waiting.values():
+        for a, g in w or []: self.opt.grads.flat[a:a + g.numel()].copy_(g, non_blocking=self.pinned)
+    self._waiting.clear()
+
+@patch
+@torch.no_grad()
+def _update_unit(self: HostOptimizer, i: int, grads: list):
+    "Clip unit `i`'s gradient (`grads`: (flat start, gradient) on the device) to its share and update it, range by range."
+    lo, hi, _, ranges = self._spans[i]
+    self._done[i] = norm = group_norm([g for _, g in grads])
+    self._begin()
+    self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), grads)
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw") -> int:

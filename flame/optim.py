@@ -18,7 +18,7 @@ from .kernels.adamw8bit import QBLOCK
 from .kernels.adamw import _round_bf16_stochastic, _sr_seed
 
 # %% auto #0
-__all__ = ['OPTIMIZERS', 'FlatOptimizer', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor', 'make_optimizer',
+__all__ = ['OPTIMIZERS', 'FlatOptimizer', 'group_norm', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor', 'make_optimizer',
            'optimizer_state_bytes', 'optim_results_table']
 
 # %% ../nbs/21_optim.ipynb #292c813c
@@ -51,6 +51,7 @@ class FlatOptimizer(torch.optim.Optimizer):
             p.data = self.flat[off:off + p.numel()].view_as(p); off += p.numel()
         self.grads = GradBuffer(params)                                # fp32: bf16 parameters' gradients are folded in
         self.max_grad_norm, self.steps, self.grad_norm, self.seed = max_grad_norm, 0, 0.0, seed
+        self.clip_groups = None                                         # (None: clip by the global norm; see `clip_by`)
 
     @property
     def rounds(self) -> bool: return self.flat.dtype == torch.bfloat16   # bf16 weights: each update stochastically rounded
@@ -92,10 +93,49 @@ def _clip_scale(self: FlatOptimizer, norm: float) -> float | None:
 @patch
 @torch.no_grad()
 def step(self: FlatOptimizer, closure=None):
-    "Clip the gradients to `max_grad_norm` (global norm; `grad_norm` keeps it before clipping), then update all of `flat` at once."
-    if (s := self._clip_scale(self.grads.flat.norm().item())) is not None: self.grads.flat.mul_(s)
+    """Clip the gradients to `max_grad_norm` (by the global norm, or each of `clip_groups` to its share; `grad_norm` keeps the norm
+    before clipping), then update all of `flat` at once."""
+    if self.clip_groups is not None: self._clip_groups()
+    elif (s := self._clip_scale(self.grads.flat.norm().item())) is not None: self.grads.flat.mul_(s)
     self.steps += 1
     self._apply(self.param_groups[0], self._slices(0, self.flat.numel()), 0)
+
+# %% ../nbs/21_optim.ipynb #cg21a002
+def group_norm(grads) -> Tensor:
+    "The 2-norm of `grads` taken together, tensor by tensor in fp32: a 0-d tensor where they are (no synchronization)."
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.reshape(-1), dtype=torch.float32) for g in grads]))
+
+@patch
+def clip_by(self: FlatOptimizer, groups: list[list[int]] | None):
+    """Clip each group of parameters (indices into the parameter list; each parameter in exactly one group) to its share of
+    `max_grad_norm`: √(its elements / all elements) of it. None: by the global norm again."""
+    n = len(self.param_groups[0]["params"])
+    if groups is not None and sorted(i for g in groups for i in g) != list(range(n)):
+        raise ValueError(f"groups: expected every parameter index 0..{n - 1} in exactly one group")
+    self.clip_groups = None if groups is None else [list(g) for g in groups]
+
+@patch
+def _unit_scale(self: FlatOptimizer, norm: Tensor, numel: int) -> Tensor | None:
+    "The factor that clips a group of `numel` elements whose gradient has `norm` to its share (None: no clipping set)."
+    if self.max_grad_norm is None: return None
+    t = self.max_grad_norm * math.sqrt(numel / self.flat.numel())
+    return torch.where(norm > t, t / norm, torch.ones_like(norm))
+
+@patch
+def _clip_groups(self: FlatOptimizer, norms: dict | None = None, skip=(), scale: bool = True) -> dict:
+    """Each group's factor to its share, by index (`skip`: groups clipped elsewhere, left out); `norms`: those already known (by
+    index; the others measured on the gradient buffer). Sets `grad_norm` from all of them; `scale`: multiplies the buffer here."""
+    ps, known, all_, out = self.param_groups[0]["params"], norms or {}, [], {}
+    for k, g in enumerate(self.clip_groups):
+        if not g and k not in known: continue
+        views = [self.grads.view(ps[i]) for i in g]
+        all_.append(known[k].to(self.flat.device) if k in known else group_norm(views))
+        if k not in skip and (s := self._unit_scale(all_[-1], sum(v.numel() for v in views))) is not None:
+            out[k] = s
+            if scale:
+                for v in views: v.mul_(s)
+    self.grad_norm = group_norm(all_).item()
+    return out
 
 # %% ../nbs/21_optim.ipynb #8db65310
 @patch

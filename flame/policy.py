@@ -157,14 +157,15 @@ def plan_memory(model, optimizer, probe, device, budget=None, *, store=None) -> 
     split["activations+other"] = peak - sum(split.values())
     return MemoryPlan(budget, policy, measured, split, splan)
 
-def check_budget(model, budget, optimizer: str = "adamw") -> int | None:
+def check_budget(model, budget, optimizer: str = "adamw", scratch: int = 0) -> int | None:
     """The budget in bytes (None: none) — refused before anything runs if below the trainable state (of `optimizer`) plus the largest
     block; for a full fine-tune (no frozen block weights), below what trains it layer-wise: the weights outside the blocks, their
-    gradients, and the largest block."""
+    gradients, the largest block, and `scratch` more bytes its update holds (`flame.layerwise.backward_update_bytes`; 0: none)."""
     if budget is None: return None
     budget = parse_size(budget, "budget")
     if frozen_unit_bytes(model): state, unit, what = trainable_state_bytes(model, optimizer), _largest_unit(model), "trainable state"
-    else: state, unit, what = 2 * _outside_bytes(model), _largest_unit(model, trainable=True), "weights outside the blocks with their gradients"
+    else: state, unit, what = (2 * _outside_bytes(model) + scratch, _largest_unit(model, trainable=True),
+                               "weights outside the blocks with their gradients" + (" and what its update holds" if scratch else ""))
     if budget < state + unit: raise _too_small(budget, state, unit, what=what)
     return budget
 

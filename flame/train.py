@@ -25,7 +25,7 @@ from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, layerwise_host_bytes
+from .layerwise import HostOptimizer, backward_update_bytes, layerwise_host_bytes, unit_groups
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -34,16 +34,17 @@ from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _dige
 # %% auto #0
 __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
            'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'check_host', 'start_partial',
-           'commit', 'recover_replaced', 'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state',
-           'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run',
-           'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
-           'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
-           'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory',
-           'TrainResult', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
+           'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise', 'text_on', 'setup', 'TrainState',
+           'start_state', 'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed',
+           'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics',
+           'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
+           'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
+           'check_step_memory', 'TrainResult', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed',
+           'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
-_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "conv_rank", "conv_alpha", "weights_dtype", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout")
+_RESUME_KEYS = ("model", "mode", "optimizer", "prediction", "zero_terminal_snr", "min_snr_gamma", "offset_noise", "rank", "alpha", "conv_rank", "conv_alpha", "weights_dtype", "seed", "grad_accum", "resolution", "crop", "ema", "caption_dropout", "clip")
 
 # %% ../nbs/70_train.ipynb #e009dc97
 @dataclass
@@ -78,6 +79,8 @@ class TrainConfig:
     ema: float | None = None             # EMA decay of the trained weights (e.g. 0.99); None: off
     weight_decay: float = 0.0
     max_grad_norm: float | None = 1.0
+    clip: str = "global"                 # global: by the whole gradient's norm (exact); unit: each block to its share of max_grad_norm (a
+                                         #   layer-wise full fine-tune on a GPU then updates each block in its backward)
     guidance: float = 1.0                # the guidance input while training a guidance-distilled model
     seed: int = 0
     save_every: int = 100
@@ -120,7 +123,7 @@ def default_output(data: str | None, now: float | None = None) -> str:
 def _validate(self: TrainConfig):
     if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
-    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None)), ("base_dtype", ("bf16", "fp8")), ("weights_dtype", ("fp32", "bf16"))):
+    for name, ok in (("mode", ("lora", "full")), ("optimizer", tuple(OPTIMIZERS)), ("format", ("kohya", "diffusers")), ("crop", ("center", "random")), ("prediction", ("eps", "v", None)), ("base_dtype", ("bf16", "fp8")), ("weights_dtype", ("fp32", "bf16")), ("clip", ("global", "unit"))):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
@@ -499,6 +502,10 @@ def recover_replaced(out: Path, log=print):
         log(f"output: put the earlier run back into {out} from {old.name} (a run replacing it was stopped)")
 
 # %% ../nbs/70_train.ipynb #lw70a003
+def updates_in_backward(c: TrainConfig, device: torch.device) -> bool:
+    "Whether a layer-wise full fine-tune updates each block in its backward: on a GPU, clipping by unit or not at all."
+    return c.mode == "full" and device.type == "cuda" and (c.clip == "unit" or c.max_grad_norm is None)
+
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state fills the budget)
     in several processes, or on a host that cannot hold its weights, gradients and optimizer state."""
@@ -556,7 +563,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     if cached and device.type == "cuda" and c.budget is not None and ds.uncached(run_prompts(c, source)):   # (all cached: never read)
         check_encoders(parse_size(c.budget, "budget"), text)                                                  # before writing
     _adapt(c, model)
-    check_budget(model, c.budget, c.optimizer)
+    check_budget(model, c.budget, c.optimizer, backward_update_bytes(model) if updates_in_backward(c, device) else 0)
     check_layerwise(c, model, world)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
@@ -607,6 +614,7 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
     else:
         place(run.model, run.device, c.budget, c.optimizer)            # before the optimizer: its flat buffers are made where the parameters are
         opt = _make_optimizer(c, [p for _, p in named])
+        if c.clip == "unit": opt.clip_by(unit_groups([p for _, p in named], run.model.stream_units()))   # (what a layer-wise run clips)
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
     if run.world > 1: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))
     if run.resume_from is not None: _resume(run, st)
@@ -617,13 +625,16 @@ def _make_optimizer(c: TrainConfig, params: list) -> FlatOptimizer:
     return make_optimizer(c.optimizer, params, lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed)
 
 def _host_optimizer(run: Run) -> HostOptimizer:
-    "Layer-wise: every block weight streams (on the CPU from a store file beside the run); the optimizer updates host copies."
+    """Layer-wise: every block weight streams (on the CPU from a store file beside the run) under the budget, less what an update
+    in the backward holds on the device besides; the optimizer updates host copies."""
     c, model = run.config, run.model
     for p in model.parameters(): p.grad = None
     model.cpu()                               # (after a device attempt whose step did not fit: its weights out of its flat buffer)
     model.checkpointing = True
-    stream(model, run.device, c.budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
-    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype])
+    budget = c.budget
+    if budget is not None and updates_in_backward(c, run.device): budget = parse_size(budget, "budget") - backward_update_bytes(model)
+    stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
+    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip)
 
 def _set_weights(st: TrainState, flat: Tensor):
     "Make `flat` (the optimizer's flat layout) the trained weights: in its buffer, and where streamed blocks stream from."
@@ -724,6 +735,7 @@ def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float
             loss = micro_batch_loss(run, batch, c.grad_accum)
             del batch                                          # the backward needs none of it (Flux's T5 context: 67 MB at batch 8)
             if st.reducer is not None and k == c.grad_accum - 1: st.reducer.arm()   # the step's last backward sums as it goes
+            if isinstance(st.opt, HostOptimizer) and k == c.grad_accum - 1: st.opt.arm()   # (and may update blocks as it goes)
             loss.backward()
         total += loss.item()
     total = all_reduce_step(run, st, total)                    # several processes: the global batch's loss and gradient, on every rank
@@ -1041,7 +1053,8 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         memory = plan_run_memory(run, st, log)
     if isinstance(st.opt, HostOptimizer) and not run.rank:
         log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*st.opt.opt.state_tensors()))}), "
-            f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}")
+            f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
+            + (", each in its backward (clipped by block)" if st.opt.fuses else ""))
     return st, memory
 
 def stream_store(run: Run) -> Path:
