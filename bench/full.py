@@ -29,12 +29,13 @@ SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
-def host_need(name: str, dtype, optimizer: str) -> int:
-    "Host bytes the layer-wise run keeps: weights, gradients and optimizer state (built on meta), and the copy the blocks stream from."
+def host_need(name: str, dtype, optimizer: str, in_backward: bool = False) -> int:
+    """Host bytes the layer-wise run keeps: weights, gradients and optimizer state (built on meta), and the copy the blocks stream from
+    (`in_backward`: without the blocks' gradients)."""
     with torch.device("meta"):
         m = SDXLUNet(SDXLConfig.base() if name == "sdxl" else SDXLConfig.tiny()) if name.startswith("sdxl") else \
             Flux(FluxConfig.dev() if name == "flux-dev" else FluxConfig.tiny())
-    return layerwise_host_bytes(m.to(dtype).requires_grad_(True), optimizer)
+    return layerwise_host_bytes(m.to(dtype).requires_grad_(True), optimizer, in_backward)
 
 
 def build(name: str, dtype, device):
@@ -132,7 +133,8 @@ def main(a):
     for update in a.updates.split(","):                                # "backward": on the device, each block in its backward (clip by unit)
         if opt is not None: opt.close(); opt = None; gc.collect()
         opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype,
-                            update="device" if update == "backward" else update, clip="unit" if update == "backward" else "global")
+                            update="device" if update == "backward" else update, clip="unit" if update == "backward" else "global",
+                            accumulate=update != "backward")          # (no accumulation: the blocks' gradients never reach the host)
         res.setdefault("rss_after_optimizer", peak_rss())
         for name, b in budgets:
             mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
@@ -176,7 +178,7 @@ if __name__ == "__main__":
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     a = parse(ap, SMOKE, warmup=1, reps=3)
     if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")
-    need, have = host_need(a.model, DTYPES[a.weights_dtype], a.optimizer), host_available()
+    need, have = host_need(a.model, DTYPES[a.weights_dtype], a.optimizer, a.updates == "backward"), host_available()
     if need > have: ap.exit(2, f"bench/full.py: {a.model} with {a.weights_dtype} weights and {a.optimizer} keeps about {format_bytes(need)} in host "
-                               f"memory, {format_bytes(have)} is available (--weights-dtype bf16 and --optimizer adafactor shrink it)\n")
+                               f"memory, {format_bytes(have)} is available (--weights-dtype bf16, --optimizer adafactor and --updates backward shrink it)\n")
     main(a)

@@ -7,13 +7,13 @@ Docs: https://flame-dev.github.io/flame/layerwise.html.md"""
 
 # %% ../nbs/23_layerwise.ipynb #lw000004
 from __future__ import annotations
-import bisect, math
+import bisect, itertools, math, mmap
 from contextlib import nullcontext
 from typing import Callable
 import torch
 from torch import nn
 from fastcore.basics import patch
-from .optim import FlatOptimizer, group_norm
+from .optim import FlatOptimizer, group_norm, make_optimizer
 from .tensor import off_device
 from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
@@ -26,14 +26,16 @@ class HostOptimizer(torch.optim.Optimizer):
     """The optimizer of a model streamed with `trainable=True`: `make(params)` builds a `FlatOptimizer` over host copies (in
     `dtype`) of every trainable parameter; each gradient goes to its host copy as autograd completes it; `step()` clips and
     updates them (range by range on the device, or on the host), then writes the new weights where the model reads them.
-    `clip='unit'`: each unit clipped to its share of `max_grad_norm`, and updated in the backward (after `arm()`) on the device."""
+    `clip='unit'`: each unit clipped to its share of `max_grad_norm`, and updated in the backward (after `arm()`) on the device;
+    `accumulate=False` then says no micro-batches are summed: a unit's gradient never goes to the host (an unarmed backward, a
+    measurement, drops it)."""
     def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32,
-                 update: str = "auto", clip: str = "global"):
+                 update: str = "auto", clip: str = "global", accumulate: bool = True):
         e = getattr(model, "_flame_streaming", None)
         if e is None or not e.trainable: raise ValueError("model: stream it with flame.streaming.stream(..., trainable=True) first")
         if update not in ("auto", "device", "host"): raise ValueError(f"update: expected 'auto', 'device' or 'host', got {update!r}")
         if clip not in ("global", "unit"): raise ValueError(f"clip: expected 'global' or 'unit', got {clip!r}")
-        self.model, self.engine = model, e
+        self.model, self.engine, self.accumulate = model, e, accumulate
         self.params = [p for p in model.parameters() if p.requires_grad]
         super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
         inside = {id(p) for u in e.units for p in u.params}
@@ -42,7 +44,6 @@ class HostOptimizer(torch.optim.Optimizer):
         self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
-        self.pinned = e.cuda and _pin(self.opt.grads.flat)            # (page-locked: gradients copy at full speed, asynchronously)
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
         self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
         self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values()) if self.update == "device" and e.cuda and _pin(t)]
@@ -51,6 +52,8 @@ class HostOptimizer(torch.optim.Optimizer):
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._plan_fusing(clip)
+        self._pinned = [t for t in self._host_grads() if e.cuda and _pin(t)]   # (page-locked: gradients copy at full speed, asynchronously)
+        self.pinned = bool(self._pinned)
 
     def _masters(self, dtype) -> dict:
         "Host copies of the trainable weights in `dtype`, views of one flat buffer in parameter order: streamed ones one unit at a time."
@@ -67,7 +70,7 @@ class HostOptimizer(torch.optim.Optimizer):
 
     def _fold(self, p):
         "Add `p`'s completed gradient into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."
-        if self._armed and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p): return   # (updated in this backward)
+        if (self._armed or not self.accumulate) and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p): return   # (kept on the device)
         g = self.opt.grads.view(self.master[id(p)])
         self._seen.add(id(p))
         if self.pinned and id(p) in self._fresh:
@@ -114,8 +117,13 @@ def step(self: HostOptimizer):
 @patch
 def zero_grad(self: HostOptimizer, set_to_none: bool = False):
     "Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer)."
-    self._summed = False; self._seen.clear(); self._waiting.clear()
-    if not self.pinned: return self.opt.zero_grad()
+    self._summed = False; self._waiting.clear()
+    if not self.pinned:
+        if self.fuses and not self.accumulate:                          # (only what was written: the units' part is never touched)
+            for i in self._seen: self.opt.grads.view(self.master[i]).zero_()
+        else: self.opt.zero_grad()
+    self._seen.clear()
+    if not self.pinned: return
     torch.cuda.synchronize(self.engine.device)                          # (no copy may land after this)
     self._fresh, self._sq = set(self.master), torch.zeros_like(self._sq)
 
@@ -138,7 +146,8 @@ def close(self: HostOptimizer):
     "Stop collecting gradients (the engine drops streamed ones again); free the update's scratch."
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
-    if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.opt.grads.flat.data_ptr()); self.pinned = False
+    for t in self._pinned: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+    self._pinned.clear(); self.pinned = False
     for t in self._locked: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
     self._locked.clear(); self._scratch = self._sets = None; self.fuses = self._armed = False
 
@@ -222,21 +231,22 @@ def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
 
 # %% ../nbs/23_layerwise.ipynb #lw000043
 @patch
-def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, grads: list | None = None):
-    """Update `ranges` of the flat buffers in scratch `sets` on the device: each copied in on one side stream (its gradient from
-    `grads` — (flat start, gradient) pieces already on the device — when given), scaled by `scale`, updated, copied back on the other."""
+def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
+    """Update `ranges` of the flat buffers in scratch `sets` on the device: each copied in on one side stream (but for what `here_`
+    has on the device already: name -> (flat start, tensor) pieces), scaled by `scale`, updated, copied back on the other."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     if self._placement is None: self._placement = (t := self._targets(), [a for a, *_ in t])
     up, down = self._streams if cuda else (None, None)
     side, here = (lambda s: torch.cuda.stream(s) if cuda else nullcontext()), torch.cuda.current_stream(e.device) if cuda else None
     for i, (lo, hi) in enumerate(ranges):
         host, k = opt._slices(lo, hi), i % len(sets)
-        dev, ins = _carve(sets[k], host), {n: t for n, t in host.items() if grads is None or n != "grads"}
+        dev, ins = _carve(sets[k], host), {n: t for n, t in host.items() if n not in (here_ or {})}
         with side(up):
             if (ev := self._free.get(sets[k].data_ptr())) is not None: up.wait_event(ev)   # (the set's last range is back on the host)
             for name, t in ins.items(): dev[name].copy_(t, non_blocking=True)
         if cuda: here.wait_stream(up)
-        for g, d in _placed(dev["grads"], lo, grads or [], [a for a, _ in grads or []]): d.copy_(g)
+        for name, pieces in (here_ or {}).items():
+            for src, d in _placed(dev[name], lo, pieces, [a for a, _ in pieces]): d.copy_(src)
         if isinstance(scale, list): _scale_pieces(dev["grads"], lo, scale)
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
@@ -329,13 +339,33 @@ def _merged(spans: list) -> list:
         else: out.append((a, n))
     return out
 
-@patch
-def _span(self: HostOptimizer, ps: list) -> tuple[int, int] | None:
-    "Where the weights `ps` lie in the flat buffers, [lo, hi): when back to back, and a range may start and end there (else None)."
-    at = sorted((self.master[id(p)].storage_offset(), self.master[id(p)].numel()) for p in ps)
+def _span_of(at: list, align: Callable) -> tuple[int, int] | None:
+    "[lo, hi) of flat (start, length) pieces `at`: when back to back, and a range may start and end there (`align`); else None."
+    at = sorted(at)
     if not at or any(a + n != b for (a, n), (b, _) in zip(at, at[1:])): return None
     lo, hi = at[0][0], at[-1][0] + at[-1][1]
-    return (lo, hi) if self.opt._align(lo) == lo and self.opt._align(hi) == hi else None
+    return (lo, hi) if align(lo) == lo and align(hi) == hi else None
+
+@patch
+def _span(self: HostOptimizer, ps: list) -> tuple[int, int] | None:
+    "Where the weights `ps` lie in the flat buffers, [lo, hi), when an update may cover just them (else None)."
+    return _span_of([(self.master[id(p)].storage_offset(), self.master[id(p)].numel()) for p in ps], self.opt._align)
+
+@patch
+def _host_grads(self: HostOptimizer) -> list:
+    "Where in the host gradient buffer gradients may land: all of it, or (units kept on the device) the gaps between them, to whole pages."
+    g = self.opt.grads.flat
+    if not (self.fuses and not self.accumulate): return [g]
+    n, es, base, page = g.numel(), g.element_size(), g.data_ptr(), mmap.PAGESIZE
+    down = lambda e: max((base + e * es) // page * page - base, 0) // es
+    up = lambda e: min(-(-(base + e * es) // page) * page - base, n * es) // es
+    gaps, lo = [], 0
+    for a, b in sorted(s[:2] for s in self._spans.values()) + [(n, n)]:
+        if lo < a:
+            if gaps and down(lo) <= gaps[-1][1]: gaps[-1][1] = up(a)     # (a page two gaps share: once)
+            else: gaps.append([down(lo), up(a)])
+        lo = b
+    return [g[x:y] for x, y in gaps]
 
 @patch
 def arm(self: HostOptimizer):
@@ -344,32 +374,47 @@ def arm(self: HostOptimizer):
 
 @patch
 def _fuse(self: HostOptimizer, i: int, p) -> bool:
-    "Keep `p`'s gradient for unit `i`'s update; run it once the unit's last is in. False: fold it to the host instead."
+    "Keep `p`'s gradient for unit `i`'s update; run it once the unit's last is in (armed; else drop it). False: fold it to the host."
     if i in self._done: raise RuntimeError("backward: this step's armed backward already updated the model; call step() before another")
     if i not in self._waiting:                                         # (the unit's first gradient of this backward decides)
         self._waiting[i] = None if any(id(q) in self._seen for q in self._spans[i][2]) else []   # (part of it is on the host)
     if (w := self._waiting[i]) is None: return False
     w.append((self.master[id(p)].storage_offset(), p.grad.detach().reshape(-1))); self._fresh.discard(id(p))
-    if len(w) == len(self._spans[i][2]): self._update_unit(i, sorted(w, key=lambda t: t[0])); del self._waiting[i]
+    if len(w) == len(self._spans[i][2]):
+        if self._armed: self._update_unit(i, sorted(w, key=lambda t: t[0]))
+        del self._waiting[i]                                           # (not armed, not accumulating: a measurement; dropped)
     return True
 
 @patch
 def _flush(self: HostOptimizer):
     "Units the backward left incomplete (a weight the step did not use got no gradient): what came goes to the host, for `step`."
-    for w in self._waiting.values():
+    for i, w in self._waiting.items():
         for a, g in w or []: self.opt.grads.flat[a:a + g.numel()].copy_(g, non_blocking=self.pinned)
+        if w: self._seen.update(id(q) for q in self._spans[i][2])      # (zeroed again with the others)
     self._waiting.clear()
 
 @patch
 @torch.no_grad()
 def _update_unit(self: HostOptimizer, i: int, grads: list):
-    "Clip unit `i`'s gradient (`grads`: (flat start, gradient) on the device) to its share and update it, range by range."
-    lo, hi, _, ranges = self._spans[i]
+    """Clip unit `i`'s gradient (`grads`: (flat start, gradient) on the device) to its share and update it, range by range — its
+    weights read where the unit is bound now (a slot, its resident buffer: the master's very values), not copied in again."""
+    lo, hi, ps, ranges = self._spans[i]
     self._done[i] = norm = group_norm([g for _, g in grads])
     self._begin()
-    self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), grads)
+    weights = sorted(((self.master[id(p)].storage_offset(), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
+    self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights})
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
-def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
-    "Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors and the streamed copy."
-    return trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters())
+def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:
+    """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors and the streamed
+    copy — less, `in_backward` (each unit updated in its backward, no accumulation), the host gradients of the units that can be."""
+    total = trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters())
+    return total - (_kept_on_device(model, optimizer) if in_backward else 0)
+
+def _kept_on_device(model: nn.Module, optimizer: str) -> int:
+    "Host gradient bytes of the units an update in the backward can take whole (`_span_of` the flat layout, built on meta)."
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_optimizer(optimizer, [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in params], lr=1.0)
+    at = dict(zip(map(id, params), zip(itertools.accumulate((p.numel() for p in params), initial=0), (p.numel() for p in params))))
+    spans = [_span_of([at[id(p)] for p in dict.fromkeys(u.parameters()) if id(p) in at], opt._align) for u in model.stream_units()]
+    return sum(hi - lo for lo, hi in filter(None, spans)) * opt.grads.flat.element_size()

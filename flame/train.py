@@ -506,14 +506,16 @@ def updates_in_backward(c: TrainConfig, device: torch.device) -> bool:
     "Whether a layer-wise full fine-tune updates each block in its backward: on a GPU, clipping by unit or not at all."
     return c.mode == "full" and device.type == "cuda" and (c.clip == "unit" or c.max_grad_norm is None)
 
-def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1):
+def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu")):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state fills the budget)
     in several processes, or on a host that cannot hold its weights, gradients and optimizer state."""
     if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer): return
     if world > 1: raise ValueError("nproc: a layer-wise full fine-tune (its trainable state fills --budget) runs in one process for now; pass --nproc 1")
-    state, need = trainable_state_bytes(model, c.optimizer), layerwise_host_bytes(model, c.optimizer)
+    kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
+    state, need = trainable_state_bytes(model, c.optimizer), layerwise_host_bytes(model, c.optimizer, in_backward=kept)
     if need > (have := host_available()):
-        shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32")) if on]
+        shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32"),
+                                  ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host, about "
                          f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
                          f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
@@ -564,7 +566,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
         check_encoders(parse_size(c.budget, "budget"), text)                                                  # before writing
     _adapt(c, model)
     check_budget(model, c.budget, c.optimizer, backward_update_bytes(model) if updates_in_backward(c, device) else 0)
-    check_layerwise(c, model, world)
+    check_layerwise(c, model, world, device)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world)
@@ -634,7 +636,7 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     budget = c.budget
     if budget is not None and updates_in_backward(c, run.device): budget = parse_size(budget, "budget") - backward_update_bytes(model)
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
-    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip)
+    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip, accumulate=c.grad_accum > 1)
 
 def _set_weights(st: TrainState, flat: Tensor):
     "Make `flat` (the optimizer's flat layout) the trained weights: in its buffer, and where streamed blocks stream from."
