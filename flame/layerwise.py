@@ -28,14 +28,14 @@ class HostOptimizer(torch.optim.Optimizer):
     updates them (range by range on the device, or on the host), then writes the new weights where the model reads them.
     `clip='unit'`: each unit clipped to its share of `max_grad_norm`, and updated in the backward (after `arm()`) on the device;
     `accumulate=False` then says no micro-batches are summed: a unit's gradient never goes to the host (an unarmed backward, a
-    measurement, drops it)."""
+    measurement, drops it). `reduce(grads)`: sums gradients over processes in place, before they are used."""
     def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32,
-                 update: str = "auto", clip: str = "global", accumulate: bool = True):
+                 update: str = "auto", clip: str = "global", accumulate: bool = True, reduce: Callable[[list], None] | None = None):
         e = getattr(model, "_flame_streaming", None)
         if e is None or not e.trainable: raise ValueError("model: stream it with flame.streaming.stream(..., trainable=True) first")
         if update not in ("auto", "device", "host"): raise ValueError(f"update: expected 'auto', 'device' or 'host', got {update!r}")
         if clip not in ("global", "unit"): raise ValueError(f"clip: expected 'global' or 'unit', got {clip!r}")
-        self.model, self.engine, self.accumulate = model, e, accumulate
+        self.model, self.engine, self.accumulate, self.reduce = model, e, accumulate, reduce
         self.params = [p for p in model.parameters() if p.requires_grad]
         super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
         inside = {id(p) for u in e.units for p in u.params}
@@ -73,6 +73,7 @@ class HostOptimizer(torch.optim.Optimizer):
         if (self._armed or not self.accumulate) and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p): return   # (kept on the device)
         g = self.opt.grads.view(self.master[id(p)])
         self._seen.add(id(p))
+        if self.reduce is not None: self.reduce([p.grad])                # (every process's, summed)
         if self.pinned and id(p) in self._fresh:
             g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
             if self.update == "device":                                  # (the norms, as they come: per clip group)
@@ -116,7 +117,8 @@ def step(self: HostOptimizer):
 
 @patch
 def zero_grad(self: HostOptimizer, set_to_none: bool = False):
-    "Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer)."
+    """Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer; units kept
+    on the device: zeroing only what was written, so the rest of the buffer is never touched)."""
     self._summed = False; self._waiting.clear()
     if not self.pinned:
         if self.fuses and not self.accumulate:                          # (only what was written: the units' part is never touched)
@@ -381,7 +383,9 @@ def _fuse(self: HostOptimizer, i: int, p) -> bool:
     if (w := self._waiting[i]) is None: return False
     w.append((self.master[id(p)].storage_offset(), p.grad.detach().reshape(-1))); self._fresh.discard(id(p))
     if len(w) == len(self._spans[i][2]):
-        if self._armed: self._update_unit(i, sorted(w, key=lambda t: t[0]))
+        if self._armed:
+            if self.reduce is not None: self.reduce([g for _, g in w])    # (the unit's, every process's, summed: one call)
+            self._update_unit(i, sorted(w, key=lambda t: t[0]))
         del self._waiting[i]                                           # (not armed, not accumulating: a measurement; dropped)
     return True
 

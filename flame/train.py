@@ -256,8 +256,8 @@ def all_reduce_step(run: Run, st, total: float) -> float:
     "Sum the ranks' losses and flat gradients (the buckets the last backward started, then the rest): every rank steps on the global batch's."
     if run.world == 1: return total
     import torch.distributed as dist
-    st.reducer.wait()
-    loss = torch.tensor([total], dtype=torch.float64, device=st.opt.grads.flat.device)
+    if st.reducer is not None: st.reducer.wait()                # (layer-wise: each gradient was summed as it came)
+    loss = torch.tensor([total], dtype=torch.float64, device=run.device if run.device.type == "cuda" else "cpu")
     dist.all_reduce(loss)
     return loss.item()
 
@@ -508,15 +508,15 @@ def updates_in_backward(c: TrainConfig, device: torch.device) -> bool:
 
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu")):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state fills the budget)
-    in several processes, or on a host that cannot hold its weights, gradients and optimizer state."""
+    on a host that cannot hold its weights, gradients and optimizer state (a copy for each of `world` processes)."""
     if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer): return
-    if world > 1: raise ValueError("nproc: a layer-wise full fine-tune (its trainable state fills --budget) runs in one process for now; pass --nproc 1")
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
-    state, need = trainable_state_bytes(model, c.optimizer), layerwise_host_bytes(model, c.optimizer, in_backward=kept)
+    state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
     if need > (have := host_available()):
         shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32"),
                                   ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
-        raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host, about "
+        raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
+                         + (f", a copy for each of its {world} processes" if world > 1 else "") + ", about "
                          f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
                          f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
 
@@ -618,7 +618,7 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
         opt = _make_optimizer(c, [p for _, p in named])
         if c.clip == "unit": opt.clip_by(unit_groups([p for _, p in named], run.model.stream_units()))   # (what a layer-wise run clips)
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
-    if run.world > 1: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))
+    if run.world > 1 and not layerwise: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))   # (layer-wise: `_host_optimizer`)
     if run.resume_from is not None: _resume(run, st)
     return st
 
@@ -637,6 +637,11 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     if budget is not None and updates_in_backward(c, run.device): budget = parse_size(budget, "budget") - backward_update_bytes(model)
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
     return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip, accumulate=c.grad_accum > 1)
+
+def _summed_over_ranks(grads: list):
+    "Sum gradients over the processes, in place (a layer-wise run: each as it comes, a unit updated in its backward at once)."
+    import torch.distributed as dist
+    for g in grads: dist.all_reduce(g)
 
 def _set_weights(st: TrainState, flat: Tensor):
     "Make `flat` (the optimizer's flat layout) the trained weights: in its buffer, and where streamed blocks stream from."
@@ -732,9 +737,13 @@ def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float
     "One optimizer step (1-based `step`): grad_accum micro-batches, finite check, clip + AdamW, EMA; returns the loss."
     c, total = run.config, 0.0
     for k in range(c.grad_accum):
-        if (batch := micro_batch(run, (step - 1) * c.grad_accum + k)) is None: continue   # an empty share adds nothing
+        n = (step - 1) * c.grad_accum + k
+        if (batch := micro_batch(run, n)) is None:               # an empty share adds nothing — but a layer-wise run sums each
+            if not isinstance(st.opt, HostOptimizer) or run.world == 1: continue   # gradient as it comes: every process must run
+            batch, zero = micro_batch(run, n, rank=0), True      # its backward, so this one runs rank 0's, counted 0 times
+        else: zero = False
         with memory.activations():
-            loss = micro_batch_loss(run, batch, c.grad_accum)
+            loss = micro_batch_loss(run, batch, c.grad_accum) * (0.0 if zero else 1.0)
             del batch                                          # the backward needs none of it (Flux's T5 context: 67 MB at batch 8)
             if st.reducer is not None and k == c.grad_accum - 1: st.reducer.arm()   # the step's last backward sums as it goes
             if isinstance(st.opt, HostOptimizer) and k == c.grad_accum - 1: st.opt.arm()   # (and may update blocks as it goes)
@@ -1048,11 +1057,13 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     try: memory = plan_run_memory(run, st, log)
     except NeedsLayerwise as e: memory, why = None, str(e)
     if memory is None:
-        if run.world > 1: raise ValueError(f"{why}; it runs in one process for now: pass --nproc 1")
         if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
+        if st.reducer is not None: st.reducer.close()               # (its hooks on the model's weights go with it)
         st = None; gc.collect()                                      # the device optimizer goes before the host one is made
         st = start_state(run, layerwise=True)
         memory = plan_run_memory(run, st, log)
+    if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
+                                                                                                 #  which each process may run a different number of)
     if isinstance(st.opt, HostOptimizer) and not run.rank:
         log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*st.opt.opt.state_tensors()))}), "
             f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
