@@ -39,8 +39,8 @@ __all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path
            'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics',
            'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
            'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
-           'check_step_memory', 'TrainResult', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed',
-           'launch', 'train']
+           'check_step_memory', 'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store',
+           'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -686,7 +686,7 @@ def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
     "The objective on `batch` (its draws from `training_draws`), weighted by its share of the micro-batch and divided by `accum`."
     model, device, c = run.graphed or run.model, run.device, run.config
     x0 = batch["latents"].to(device)
-    slots = batch.get("slots", range(x0.shape[0]))           # (a probe's batch: micro-batch 0, all of it)
+    slots = batch.get("slots", range(x0.shape[0]))           # (a batch without slots: all of it)
     t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
     cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=c.guidance)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run), cache_enabled=run.graphed is None):   # (graphs: no cache)
@@ -1035,11 +1035,20 @@ class TrainResult:
     times: dict = field(default_factory=dict)    # seconds per stage: setup (loading, building), caching, planning, sampling, training
     first_step: float = 0.0                      # seconds from the call to the end of the first step (in the log by stage)
 
+def probe_index(run: Run) -> int:
+    """The micro-batch a probe measures: epoch 0's largest share for rank 0 (its samples × its bucket's pixels), the first such —
+    a short batch (a bucket's last) measured instead would leave the full ones over the budget."""
+    ds, bs = run.data, run.config.batch_size
+    order = run.batch_order.get(0) or ds.batches(0, bs * run.world)
+    size = lambda b: min(len(b), bs) * math.prod(ds.bucket[ds.index[b[0]]])
+    return max(range(len(order)), key=lambda k: (size(order[k]), -k))
+
 def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
-    "The memory plan for the run's budget, measured on its first batch (a CPU run streams from a store file beside the run folder)."
+    "The memory plan for the run's budget, measured on its largest batch (a CPU run streams from a store file beside the run folder)."
     check_step_memory(run, st)                                        # before the first full-size step: does one fit at all?
     # the batch is made inside the probe, as a real step makes it: its tensors count (every rank probes the same samples)
-    probe = Probe(lambda: micro_batch_loss(run, micro_batch(run, 0, rank=0)), st.opt)
+    n = probe_index(run)
+    probe = Probe(lambda: micro_batch_loss(run, micro_batch(run, n, rank=0)), st.opt)
     store = stream_store(run) if run.device.type == "cpu" else None
     try: memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
     except torch.cuda.OutOfMemoryError:
@@ -1058,7 +1067,8 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     except NeedsLayerwise as e: memory, why = None, str(e)
     if memory is None:
         if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
-        if st.reducer is not None: st.reducer.close()               # (its hooks on the model's weights go with it)
+        st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
+        if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
         st = None; gc.collect()                                      # the device optimizer goes before the host one is made
         st = start_state(run, layerwise=True)
         memory = plan_run_memory(run, st, log)
