@@ -193,31 +193,30 @@ def _device_work(self: HostOptimizer):
 # %% ../nbs/23_layerwise.ipynb #lw000042
 @patch
 def _targets(self: HostOptimizer) -> list:
-    "Per trainable weight: (its start in the flat buffers, its host stream source or None, its view on the device or None), flat."
-    e, at, out = self.engine, lambda p: self.master[id(p)].storage_offset(), []
+    "Per trainable weight: (its start and length in the flat buffers, its host stream source or None, its view on the device or None)."
+    e, at, out = self.engine, lambda p: (self.master[id(p)].storage_offset(), self.master[id(p)].numel()), []
     for u in e.units:
         n = len(u.params)
         host = e._views(u, e.pool[e.seg[u.index]:e.seg[u.index] + u.nbytes]) if e.pool is not None else [None] * n
         dev = e._views(u, e.resident[u.index]) if u.index in e.resident else [None] * n
-        out += [(at(p), h, d) for p, h, d in zip(u.params, host, dev) if id(p) in self.master]
-    out += [(at(p), None, p.data) for p in self.rest]
-    return sorted(((a, *(None if t is None else t.view(-1) for t in ts)) for a, *ts in out), key=lambda t: t[0])
+        out += [(*at(p), h, d) for p, h, d in zip(u.params, host, dev) if id(p) in self.master]
+    out += [(*at(p), None, p.data) for p in self.rest]
+    return sorted(((a, n, *(None if t is None else t.view(-1) for t in ts)) for a, n, *ts in out), key=lambda t: t[0])
+
+def _overlapping(lo: int, hi: int, pieces: list, starts: list):
+    "(s, t, piece) for each of `pieces` — (flat start, length, ...), sorted, their starts `starts` — overlapping [lo, hi) on [s, t)."
+    for piece in pieces[max(bisect.bisect_right(starts, lo) - 1, 0):]:
+        if piece[0] >= hi: break
+        if (s := max(piece[0], lo)) < (t := min(piece[0] + piece[1], hi)): yield s, t, piece
 
 def _placed(p: torch.Tensor, lo: int, targets: list, starts: list) -> list:
-    "(destination, source) copies that put the updated weights `p` (flat elements [lo, lo + len)) where `targets` (at `starts`) say."
-    out, hi = [], lo + p.numel()
-    for a, *dsts in targets[max(bisect.bisect_right(starts, lo) - 1, 0):]:
-        if a >= hi: break
-        for d in dsts:
-            if d is not None and (s := max(a, lo)) < (t := min(a + d.numel(), hi)): out.append((d[s - a:t - a], p[s - lo:t - lo]))
-    return out
+    "(destination, source) copies that put `p` (flat elements [lo, lo + len)) where `targets` — (start, length, tensors or None) — say."
+    return [(d[s - a:t - a], p[s - lo:t - lo]) for s, t, (a, _, *dsts) in _overlapping(lo, lo + p.numel(), targets, starts)
+            for d in dsts if d is not None]
 
-def _scale_pieces(g: torch.Tensor, lo: int, pieces: list):
-    "Multiply the parts of `g` (flat elements [lo, lo + len)) that `pieces` — (start, length, factor), sorted — cover by their factors."
-    hi = lo + g.numel()
-    for a, n, f in pieces[max(bisect.bisect_right(pieces, (lo, math.inf)) - 1, 0):]:
-        if a >= hi: break
-        if (s := max(a, lo)) < (t := min(a + n, hi)): g[s - lo:t - lo].mul_(f)
+def _scale_pieces(g: torch.Tensor, lo: int, pieces: list, starts: list):
+    "Multiply the parts of `g` (flat elements [lo, lo + len)) that `pieces` — (start, length, factor) — cover by their factors."
+    for s, t, (_, _, f) in _overlapping(lo, lo + g.numel(), pieces, starts): g[s - lo:t - lo].mul_(f)
 
 @patch
 def _norm(self: HostOptimizer) -> float:
@@ -235,21 +234,23 @@ def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
 @patch
 def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
     """Update `ranges` of the flat buffers in scratch `sets` on the device: each copied in on one side stream (but for what `here_`
-    has on the device already: name -> (flat start, tensor) pieces), scaled by `scale`, updated, copied back on the other."""
+    has on the device already: name -> (flat start, length, tensor) pieces), scaled by `scale`, updated, copied back on the other."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     if self._placement is None: self._placement = (t := self._targets(), [a for a, *_ in t])
     up, down = self._streams if cuda else (None, None)
     side, here = (lambda s: torch.cuda.stream(s) if cuda else nullcontext()), torch.cuda.current_stream(e.device) if cuda else None
+    starts = lambda pieces: [a for a, *_ in pieces]
+    on_device, scaled = {n: (ps, starts(ps)) for n, ps in (here_ or {}).items()}, isinstance(scale, list) and (scale, starts(scale))
     for i, (lo, hi) in enumerate(ranges):
         host, k = opt._slices(lo, hi), i % len(sets)
-        dev, ins = _carve(sets[k], host), {n: t for n, t in host.items() if n not in (here_ or {})}
+        dev, ins = _carve(sets[k], host), {n: t for n, t in host.items() if n not in on_device}
         with side(up):
             if (ev := self._free.get(sets[k].data_ptr())) is not None: up.wait_event(ev)   # (the set's last range is back on the host)
             for name, t in ins.items(): dev[name].copy_(t, non_blocking=True)
         if cuda: here.wait_stream(up)
-        for name, pieces in (here_ or {}).items():
-            for src, d in _placed(dev[name], lo, pieces, [a for a, _ in pieces]): d.copy_(src)
-        if isinstance(scale, list): _scale_pieces(dev["grads"], lo, scale)
+        for name, (pieces, at) in on_device.items():
+            for src, d in _placed(dev[name], lo, pieces, at): d.copy_(src)
+        if scaled: _scale_pieces(dev["grads"], lo, *scaled)
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
         if cuda: down.wait_stream(here)
@@ -270,7 +271,7 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     e.copier.sync()
     for w in list(e.ring.slot_of): e.ring.forget(w)                    # (the slots held the update, or units it changed)
     if e.pool is None: self.write_back()                               # (streamed from a file: written there)
-    self._done.clear(); self._waiting.clear(); self._stepped, self._placement = False, None
+    self._done.clear(); self._stepped, self._placement = False, None      # (`step` has flushed what was waiting)
 
 # %% ../nbs/23_layerwise.ipynb #lw000046
 @patch
@@ -405,7 +406,8 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     lo, hi, ps, ranges = self._spans[i]
     self._done[i] = norm = group_norm([g for _, g in grads])
     self._begin()
-    weights = sorted(((self.master[id(p)].storage_offset(), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
+    weights = sorted(((self.master[id(p)].storage_offset(), p.numel(), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
+    grads = [(a, g.numel(), g) for a, g in grads]
     self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights})
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
