@@ -151,6 +151,7 @@ def main(a):
             with record(m) as rec: backward(loss); torch.cuda.synchronize()
             res["trace"] = rec.result.to_dict()
             opt.zero_grad()
+            if opt.fuses: opt.arm()
             with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
             res["memory"] = series(tl)
     res["wall_s"] = time.time() - t0

@@ -51,6 +51,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self._summed, self._ranges = False, (None, None)
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
+        self._dropped = set()                                           # units whose gradients an unarmed backward dropped
         self._plan_fusing(clip)
         self._pinned = [t for t in self._host_grads() if e.cuda and _pin(t)]   # (page-locked: gradients copy at full speed, asynchronously)
         self.pinned = bool(self._pinned)
@@ -109,6 +110,8 @@ def _landed(self: HostOptimizer):
 @patch
 def step(self: HostOptimizer):
     "Clip and update every copy the backward did not: range by range on the device (`update='device'`) or all at once on the host."
+    if self._dropped: raise RuntimeError(f"step: the last backward was not armed, so the gradients of the {len(self._dropped)} units it "
+                                         "kept on the device were dropped; call arm() before a step's last backward")
     self._flush(); self._landed(); self._armed = False
     if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
@@ -119,7 +122,7 @@ def step(self: HostOptimizer):
 def zero_grad(self: HostOptimizer, set_to_none: bool = False):
     """Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer; units kept
     on the device: zeroing only what was written, so the rest of the buffer is never touched)."""
-    self._summed = False; self._waiting.clear()
+    self._summed = False; self._waiting.clear(); self._dropped.clear()
     if not self.pinned:
         if self.fuses and not self.accumulate:                          # (only what was written: the units' part is never touched)
             for i in self._seen: self.opt.grads.view(self.master[i]).zero_()
@@ -387,7 +390,8 @@ def _fuse(self: HostOptimizer, i: int, p) -> bool:
         if self._armed:
             if self.reduce is not None: self.reduce([g for _, g in w])    # (the unit's, every process's, summed: one call)
             self._update_unit(i, sorted(w, key=lambda t: t[0]))
-        del self._waiting[i]                                           # (not armed, not accumulating: a measurement; dropped)
+        else: self._dropped.add(i)                                     # (not armed, not accumulating: a measurement; dropped)
+        del self._waiting[i]
     return True
 
 @patch
