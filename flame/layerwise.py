@@ -41,12 +41,14 @@ class HostOptimizer(torch.optim.Optimizer):
         inside = {id(p) for u in e.units for p in u.params}
         self.rest = [p for p in self.params if id(p) not in inside]     # trained on the device, outside the streamed units
         self.master = self._masters(dtype)
+        self.shared = self._share()                                    # (then the blocks stream from the master: no second copy)
         self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
         self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
-        self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values()) if self.update == "device" and e.cuda and _pin(t)]
+        self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
+                        if e.cuda and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
         self._streams = (torch.cuda.Stream(e.device), torch.cuda.Stream(e.device)) if e.cuda else None   # (copies in, copies out)
         self._summed, self._ranges = False, (None, None)
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
@@ -95,9 +97,20 @@ class HostOptimizer(torch.optim.Optimizer):
 def write_back(self: HostOptimizer):
     "The host copies become the model's weights: each unit's stream source (and resident buffer), the rest on the device."
     e = self.engine
-    for u in e.units: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
+    for u in e.units:
+        if self.shared: e.reload(u)                                    # (they stream from the master: nothing to write)
+        else: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
     with torch.no_grad():
         for p in self.rest: p.copy_(self.master[id(p)])
+
+@patch
+def _share(self: HostOptimizer) -> bool:
+    """Let the units stream from the master weights themselves when those are the streamed values (every unit weight trained, in
+    its own dtype): the pool (or the store file) is let go, and an update writes each weight once."""
+    e = self.engine
+    if not all(id(p) in self.master and self.master[id(p)].dtype == p.dtype for u in e.units for p in u.params): return False
+    e.adopt({u.index: [(o, self.master[id(p)].detach().view(-1).view(torch.uint8)) for p, o in zip(u.params, u.offsets)] for u in e.units})
+    return True
 
 @patch
 def _landed(self: HostOptimizer):
@@ -273,7 +286,7 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     self._update_ranges(sets, self._left(ranges), scale)
     e.copier.sync()
     for w in list(e.ring.slot_of): e.ring.forget(w)                    # (the slots held the update, or units it changed)
-    if e.pool is None: self.write_back()                               # (streamed from a file: written there)
+    if e.pool is None and not self.shared: self.write_back()           # (streamed from a file: written there)
     self._done.clear(); self._stepped, self._placement = False, None      # (`step` has flushed what was waiting)
 
 # %% ../nbs/23_layerwise.ipynb #lw000046
@@ -416,9 +429,10 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:
-    """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors and the streamed
-    copy — less, `in_backward` (each unit updated in its backward, no accumulation), the host gradients of the units that can be."""
-    total = trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters())
+    """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors, and a streamed
+    copy of the frozen weights (trained ones stream from their master) — less, `in_backward` (each unit updated in its backward,
+    no accumulation), the host gradients of the units that can be."""
+    total = trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters() if not p.requires_grad)
     return total - (_kept_on_device(model, optimizer) if in_backward else 0)
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:

@@ -322,7 +322,7 @@ class _Engine:
         self.cuda = self.device.type == "cuda"
         if not self.cuda and store is None:
             raise ValueError("store: device='cpu' streams out of a safetensors file; pass store=path (written if missing)")
-        self.store, self.pool, self.pinned = None, None, False
+        self.store, self.pool, self.pinned, self.adopted = None, None, False, None
         if store is not None: self._open_store(Path(store))
         if self.cuda: self._fill_pool()
         for u in self.units:                                       # the model no longer holds block weights
@@ -406,6 +406,8 @@ def _fill_pool(self: _Engine):
 
 @patch
 def sources(self: _Engine, u):
+    "[(offset in unit `u`'s packed layout, uint8 host tensor)] it streams from: tensors it adopted, else the pool, else the store file."
+    if self.adopted is not None: return self.adopted[u.index]
     if self.pool is not None: return [(0, self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes])]
     return self.store.sources(u)
 
@@ -845,6 +847,24 @@ def write_unit(self: _Engine, u, tensors):
         for off, s in self.sources(u): s.copy_(buf[off:off + s.numel()])
     if self.resident is not None and u.index in self.resident: self.resident[u.index].copy_(buf)
     elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
+
+# %% ../nbs/20_streaming.ipynb #ad000002
+@patch
+def adopt(self: _Engine, pieces: dict):
+    """Stream unit `i` from `pieces[i]` — (offset in its packed layout, uint8 host tensor), covering its weights — from now on;
+    the pool is freed (a store file stays on disk, unread)."""
+    if set(pieces) != {u.index for u in self.units}: raise ValueError(f"pieces: expected units {[u.index for u in self.units]}, got {sorted(pieces)}")
+    self.copier.sync()                                         # (no copy still reads the pool)
+    if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.pool.data_ptr()); self.pinned = False
+    self.pool, self.adopted = None, pieces
+
+@patch
+def reload(self: _Engine, u):
+    "Unit `u`'s host tensors changed in place: its resident buffer loads them again, its slot (if any) is forgotten."
+    self.copier.sync()
+    if self.resident is not None and u.index in self.resident: self.copier.wait(self.copier.load(self.resident[u.index], self.sources(u), None))
+    elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
+    self.copier.sync()
 
 # %% ../nbs/20_streaming.ipynb #tw000005
 @contextmanager
