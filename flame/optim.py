@@ -18,8 +18,8 @@ from .kernels.adamw8bit import QBLOCK
 from .kernels.adamw import _round_bf16_stochastic, _sr_seed
 
 # %% auto #0
-__all__ = ['OPTIMIZERS', 'FlatOptimizer', 'group_norm', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor', 'make_optimizer',
-           'optimizer_state_bytes', 'optim_results_table']
+__all__ = ['CPU_STEP_ELEMENTS', 'OPTIMIZERS', 'FlatOptimizer', 'group_norm', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor',
+           'make_optimizer', 'optimizer_state_bytes', 'optim_results_table']
 
 # %% ../nbs/21_optim.ipynb #292c813c
 def _laid_flat(params) -> torch.Tensor | None:
@@ -90,15 +90,26 @@ def _clip_scale(self: FlatOptimizer, norm: float) -> float | None:
     self.grad_norm = norm
     return self.max_grad_norm / norm if self.max_grad_norm is not None and norm > self.max_grad_norm else None
 
+CPU_STEP_ELEMENTS = 1 << 16      # a CPU step's range: its fp32 temporaries (bf16 weights or moments) stay about a MiB, whatever the model
+
+@patch
+def _step_ranges(self: FlatOptimizer) -> list[tuple[int, int]]:
+    "The ranges a step updates one at a time: all of `flat` on a GPU (one kernel), whole vectors of `CPU_STEP_ELEMENTS` on the CPU."
+    n, lo, out = self.flat.numel(), 0, []
+    if self.flat.device.type != "cpu": return [(0, n)]
+    while lo < n:
+        out.append((lo, self._align(min(lo + CPU_STEP_ELEMENTS, n)))); lo = out[-1][1]
+    return out
+
 @patch
 @torch.no_grad()
 def step(self: FlatOptimizer, closure=None):
     """Clip the gradients to `max_grad_norm` (by the global norm, or each of `clip_groups` to its share; `grad_norm` keeps the norm
-    before clipping), then update all of `flat` at once."""
+    before clipping), then update `flat` (`_step_ranges`)."""
     if self.clip_groups is not None: self._clip_groups()
     elif (s := self._clip_scale(self.grads.flat.norm().item())) is not None: self.grads.flat.mul_(s)
     self.steps += 1
-    self._apply(self.param_groups[0], self._slices(0, self.flat.numel()), 0)
+    for lo, hi in self._step_ranges(): self._apply(self.param_groups[0], self._slices(lo, hi), lo)
 
 # %% ../nbs/21_optim.ipynb #cg21a002
 def group_norm(grads) -> Tensor:

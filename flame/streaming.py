@@ -866,6 +866,12 @@ def reload(self: _Engine, u):
     elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
     self.copier.sync()
 
+@patch
+def _bind_host(self: _Engine, u):
+    "Bind unit `u`'s weights to where they stream from: the tensors it adopted themselves (no copy), else its packed bytes."
+    if self.adopted is None: return self._bind(u, self._gather(u))
+    for p, shape, (_, s) in zip(u.params, u.shapes, self.adopted[u.index]): p.data = s.view(p.dtype).view(shape)
+
 # %% ../nbs/20_streaming.ipynb #tw000005
 @contextmanager
 def host_weights(model: nn.Module):
@@ -873,7 +879,7 @@ def host_weights(model: nn.Module):
     e = getattr(model, "_flame_streaming", None)
     if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
     e.copier.sync()
-    for u in e.units: e._bind(u, e._gather(u))
+    for u in e.units: e._bind_host(u)
     try: yield model
     finally:
         for u in e.units:
@@ -887,7 +893,7 @@ def unstream(model: nn.Module) -> nn.Module:
     if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
     e.close()
     e.slots = e.resident = e.ready = e.freed = None
-    for u in e.units: e._bind(u, e._gather(u))
+    for u in e.units: e._bind_host(u)
     streamed = {id(p) for u in e.units for p in u.params}
     for p in model.parameters():
         if id(p) not in streamed: p.data = p.data.cpu()
