@@ -431,9 +431,10 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:
     """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors, and a streamed
     copy of the frozen weights (trained ones stream from their master) — less, `in_backward` (each unit updated in its backward,
-    no accumulation), the host gradients of the units that can be."""
+    no accumulation), the host gradients of the units that can be; at least two copies of the weights (on a GPU, the pinned pool
+    is whole while the masters that replace it are made)."""
     total = trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters() if not p.requires_grad)
-    return total - (_kept_on_device(model, optimizer) if in_backward else 0)
+    return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), 2 * sum(p.numel() * p.element_size() for p in model.parameters()))
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
     "Host gradient bytes of the units an update in the backward can take whole (`_span_of` the flat layout, built on meta)."
