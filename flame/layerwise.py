@@ -43,6 +43,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self.master = self._masters(dtype)
         self.shared = self._share()                                    # (then the blocks stream from the master: no second copy)
         self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
+        self._same = all(p.dtype == self.opt.flat.dtype for p in self.params)   # (the weights stream in the master's dtype)
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
@@ -102,6 +103,11 @@ def write_back(self: HostOptimizer):
         else: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
     with torch.no_grad():
         for p in self.rest: p.copy_(self.master[id(p)])
+
+@patch
+def _at(self: HostOptimizer, p) -> tuple[int, int]:
+    "(start, length) of trainable weight `p`'s master in the flat buffers (a streamed weight itself is unbound: no shape to read)."
+    return self.master[id(p)].storage_offset(), self.master[id(p)].numel()
 
 @patch
 def _share(self: HostOptimizer) -> bool:
@@ -199,7 +205,7 @@ def _device_work(self: HostOptimizer):
     e = self.engine
     if self.fuses: return self._sets, self._whole
     if self.update != "device" or not getattr(e, "slots", None): return None    # (every block resident: no slot to work in)
-    if any(p.dtype != self.opt.flat.dtype for p in self.params): return None     # (weights stream in another dtype: converted on the host)
+    if not self._same: return None                                      # (weights stream in another dtype: converted on the host)
     if self._ranges[0] != (key := tuple(s.data_ptr() for s in e.slots)):
         self._ranges = (key, None)                                      # two slots, or the only one's halves, or (no overlap) all of it
         for sets in ([e.slots[:2]] if len(e.slots) > 1 else [list(e.slots[0].chunk(2)), e.slots[:1]]):
@@ -210,7 +216,7 @@ def _device_work(self: HostOptimizer):
 @patch
 def _targets(self: HostOptimizer) -> list:
     "Per trainable weight: (its start and length in the flat buffers, its host stream source or None, its view on the device or None)."
-    e, at, out = self.engine, lambda p: (self.master[id(p)].storage_offset(), self.master[id(p)].numel()), []
+    e, at, out = self.engine, self._at, []
     for u in e.units:
         n = len(u.params)
         host = e._views(u, e.pool[e.seg[u.index]:e.seg[u.index] + u.nbytes]) if e.pool is not None else [None] * n
@@ -330,14 +336,12 @@ def backward_update_bytes(model: nn.Module) -> int:
 def _plan_fusing(self: HostOptimizer, clip: str):
     "Clip groups (by unit), which units the backward may update (`_spans`) and the scratch it updates them in."
     e, opt = self.engine, self.opt
-    same = all(p.dtype == opt.flat.dtype for p in self.params)        # (the weights stream in the master's dtype)
-    self.fuses = self.update == "device" and same and (clip == "unit" or opt.max_grad_norm is None)
+    self.fuses = self.update == "device" and self._same and (clip == "unit" or opt.max_grad_norm is None)
     if clip == "unit" or self.fuses: opt.clip_by(unit_groups(self.params, [u.module for u in e.units]))
     groups = opt.clip_groups or []
     self._group_of = {id(self.params[i]): k for k, g in enumerate(groups) for i in g}
     self._sq = torch.zeros(max(len(groups), 1), device=e.device)     # (summed squares of the gradients per group, or of all)
-    at = lambda i: (self.master[id(self.params[i])].storage_offset(), self.master[id(self.params[i])].numel())   # (a streamed weight is unbound)
-    self._segs = {k: _merged(sorted(map(at, g))) for k, g in enumerate(groups)}
+    self._segs = {k: _merged(sorted(self._at(self.params[i]) for i in g)) for k, g in enumerate(groups)}
     self._spans, self._unit_of, self._scratch, self._sets = {}, {}, None, None
     if not self.fuses: return
     self._scratch = torch.empty(update_scratch_bytes(self.model), dtype=torch.uint8, device=e.device)
@@ -368,7 +372,7 @@ def _span_of(at: list, align: Callable) -> tuple[int, int] | None:
 @patch
 def _span(self: HostOptimizer, ps: list) -> tuple[int, int] | None:
     "Where the weights `ps` lie in the flat buffers, [lo, hi), when an update may cover just them (else None)."
-    return _span_of([(self.master[id(p)].storage_offset(), self.master[id(p)].numel()) for p in ps], self.opt._align)
+    return _span_of([self._at(p) for p in ps], self.opt._align)
 
 @patch
 def _host_grads(self: HostOptimizer) -> list:
@@ -423,7 +427,7 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     lo, hi, ps, ranges = self._spans[i]
     self._done[i] = norm = group_norm([g for _, g in grads])
     self._begin()
-    weights = sorted(((self.master[id(p)].storage_offset(), p.numel(), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
+    weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]
     self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights})
 
@@ -433,8 +437,9 @@ def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward
     copy of the frozen weights (trained ones stream from their master) — less, `in_backward` (each unit updated in its backward,
     no accumulation), the host gradients of the units that can be; at least two copies of the weights (on a GPU, the pinned pool
     is whole while the masters that replace it are made)."""
-    total = trainable_state_bytes(model, optimizer) + sum(p.numel() * p.element_size() for p in model.parameters() if not p.requires_grad)
-    return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), 2 * sum(p.numel() * p.element_size() for p in model.parameters()))
+    nbytes, ps = lambda ps: sum(p.numel() * p.element_size() for p in ps), list(model.parameters())
+    total = trainable_state_bytes(model, optimizer) + nbytes(p for p in ps if not p.requires_grad)
+    return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), 2 * nbytes(ps))
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
     "Host gradient bytes of the units an update in the backward can take whole (`_span_of` the flat layout, built on meta)."

@@ -381,6 +381,10 @@ def close(self: _Engine):
     "Remove the hooks and stop the copier (the model's block weights stay unbound)."
     for h in self._hooks: h.remove()
     self._hooks.clear(); self.copier.sync(); self.copier.close()
+    self._unpin_pool()
+
+@patch
+def _unpin_pool(self: _Engine):
     if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.pool.data_ptr()); self.pinned = False
 
 # %% ../nbs/20_streaming.ipynb #04f692f2
@@ -855,7 +859,7 @@ def adopt(self: _Engine, pieces: dict):
     the pool is freed (a store file stays on disk, unread)."""
     if set(pieces) != {u.index for u in self.units}: raise ValueError(f"pieces: expected units {[u.index for u in self.units]}, got {sorted(pieces)}")
     self.copier.sync()                                         # (no copy still reads the pool)
-    if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.pool.data_ptr()); self.pinned = False
+    self._unpin_pool()
     self.pool, self.adopted = None, pieces
 
 @patch
