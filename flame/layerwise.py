@@ -19,7 +19,8 @@ from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['HostOptimizer', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes']
+__all__ = ['UPDATE_SCRATCH', 'HostOptimizer', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes',
+           'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -51,11 +52,11 @@ class HostOptimizer(torch.optim.Optimizer):
         self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
                         if e.cuda and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
         self._streams = (torch.cuda.Stream(e.device), torch.cuda.Stream(e.device)) if e.cuda else None   # (copies in, copies out)
-        self._summed, self._ranges = False, (None, None)
+        self._summed = False
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
-        self._plan_fusing(clip)
+        self._plan_update(clip)
         self._pinned = [t for t in self._host_grads() if e.cuda and _pin(t)]   # (page-locked: gradients copy at full speed, asynchronously)
         self.pinned = bool(self._pinned)
 
@@ -201,16 +202,8 @@ def _chunks(self: HostOptimizer, cap: int, lo: int = 0, hi: int | None = None) -
 
 @patch
 def _device_work(self: HostOptimizer):
-    "(scratch sets, the ranges that fit them) for an update on the device — its own scratch, or the ring's slots; None: on the host."
-    e = self.engine
-    if self.fuses: return self._sets, self._whole
-    if self.update != "device" or not getattr(e, "slots", None): return None    # (every block resident: no slot to work in)
-    if not self._same: return None                                      # (weights stream in another dtype: converted on the host)
-    if self._ranges[0] != (key := tuple(s.data_ptr() for s in e.slots)):
-        self._ranges = (key, None)                                      # two slots, or the only one's halves, or (no overlap) all of it
-        for sets in ([e.slots[:2]] if len(e.slots) > 1 else [list(e.slots[0].chunk(2)), e.slots[:1]]):
-            if (r := self._chunks(min(s.numel() for s in sets))) is not None: self._ranges = (key, (sets, r)); break
-    return self._ranges[1]
+    "(scratch sets, the ranges of the whole buffer that fit them) for an update on the device; None: it runs on the host."
+    return None if self._sets is None else (self._sets, self._whole)
 
 # %% ../nbs/23_layerwise.ipynb #lw000042
 @patch
@@ -284,14 +277,14 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
 
 @patch
 def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
-    "Clip and update on the device what the backward did not; then the ring forgets what its slots held."
+    "Clip and update on the device what the backward did not; then the ring forgets what its slots held (units it changed)."
     e = self.engine
     e.copier.sync()                                                    # (no block is still loading into a slot)
     scale = self._clip_left()
     self._begin()
     self._update_ranges(sets, self._left(ranges), scale)
     e.copier.sync()
-    for w in list(e.ring.slot_of): e.ring.forget(w)                    # (the slots held the update, or units it changed)
+    for w in list(e.ring.slot_of): e.ring.forget(w)
     if e.pool is None and not self.shared: self.write_back()           # (streamed from a file: written there)
     self._done.clear(); self._stepped, self._placement = False, None      # (`step` has flushed what was waiting)
 
@@ -322,19 +315,42 @@ def _left(self: HostOptimizer, ranges: list) -> list:
     return out
 
 # %% ../nbs/23_layerwise.ipynb #lw000048
-def update_scratch_bytes(model: nn.Module) -> int:
-    "Device bytes of the scratch a layer-wise update in the backward works in: one ring slot's, its largest unit as packed."
-    if (e := getattr(model, "_flame_streaming", None)) is not None: return _aligned(max(u.nbytes for u in e.units))
-    return _aligned(max(_layout(list(dict.fromkeys(u.parameters())))[1] for u in model.stream_units()))
+UPDATE_SCRATCH = 2**28                                                  # 256 MiB: halves of 128 MiB copy at full speed
 
-def backward_update_bytes(model: nn.Module) -> int:
-    """Device bytes that updating each unit in its backward adds to a step: its scratch, and one unit's gradients — held until
-    the unit's last is in, where otherwise each goes to the host as it comes (a unit's weights' bytes: the same dtype)."""
-    return 2 * update_scratch_bytes(model)
+def _scratch_size(opt: FlatOptimizer, starts: list, unit: int) -> int:
+    """Bytes of the scratch `opt`'s update on the device works in: 256 MiB, or two of the largest piece a range cannot split
+    (whole tensors for Adafactor: each of `starts` with its state) if more — at most `unit` (the largest unit, as packed)."""
+    piece = max(sum(_round(t.nbytes) for t in opt._slices(a, opt._align(a + 1)).values()) for a in starts)
+    return min(_aligned(unit), _aligned(max(UPDATE_SCRATCH, 2 * piece)))
+
+def _meta_optimizer(model: nn.Module, optimizer: str) -> tuple:
+    "`optimizer` over `model`'s trainable weights built on the meta device (it allocates nothing); each weight's (start, length) in it."
+    e = getattr(model, "_flame_streaming", None)                       # (a streamed weight is unbound: its shape is the engine's)
+    shape = {id(p): s for u in e.units for p, s in zip(u.params, u.shapes)} if e is not None else {}
+    params = [p for p in model.parameters() if p.requires_grad]
+    metas = [nn.Parameter(torch.empty(shape.get(id(p), p.shape), dtype=p.dtype, device="meta")) for p in params]
+    n = [m.numel() for m in metas]
+    return make_optimizer(optimizer, metas, lr=1.0), dict(zip(map(id, params), zip(itertools.accumulate(n, initial=0), n)))
+
+def _largest_packed(model: nn.Module) -> int:
+    "Bytes of `model`'s largest unit as the streaming engine packs it (streamed already, or not yet)."
+    if (e := getattr(model, "_flame_streaming", None)) is not None: return max(u.nbytes for u in e.units)
+    return max(_layout(list(dict.fromkeys(u.parameters())))[1] for u in model.stream_units())
+
+def update_scratch_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
+    "Device bytes of the scratch a layer-wise update of `model` by `optimizer` works in on the device (`_scratch_size`), known before streaming."
+    opt, at = _meta_optimizer(model, optimizer)
+    return _scratch_size(opt, [a for a, _ in at.values()], _largest_packed(model))
+
+def backward_update_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
+    """Device bytes that updating each unit in its backward holds: its scratch, and one unit's gradients — held until the unit's
+    last is in, where otherwise each goes to the host as it comes (its largest unit's weight bytes: the same dtype)."""
+    return update_scratch_bytes(model, optimizer) + _aligned(_largest_packed(model))
 
 @patch
-def _plan_fusing(self: HostOptimizer, clip: str):
-    "Clip groups (by unit), which units the backward may update (`_spans`) and the scratch it updates them in."
+def _plan_update(self: HostOptimizer, clip: str):
+    """Clip groups (by unit); the scratch an update on the device works in (`_sets`, halves when a piece fits one) and the ranges of
+    the whole buffer that fit it (`_whole`); which units the backward may update (`_spans`)."""
     e, opt = self.engine, self.opt
     self.fuses = self.update == "device" and self._same and (clip == "unit" or opt.max_grad_norm is None)
     if clip == "unit" or self.fuses: opt.clip_by(unit_groups(self.params, [u.module for u in e.units]))
@@ -343,11 +359,13 @@ def _plan_fusing(self: HostOptimizer, clip: str):
     self._sq = torch.zeros(max(len(groups), 1), device=e.device)     # (summed squares of the gradients per group, or of all)
     self._segs = {k: _merged(sorted(self._at(self.params[i]) for i in g)) for k, g in enumerate(groups)}
     self._spans, self._unit_of, self._scratch, self._sets = {}, {}, None, None
-    if not self.fuses: return
-    self._scratch = torch.empty(update_scratch_bytes(self.model), dtype=torch.uint8, device=e.device)
+    if not (self.update == "device" and self._same): return              # (weights stream in another dtype: converted on the host)
+    size = _scratch_size(opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
+    self._scratch = torch.empty(size, dtype=torch.uint8, device=e.device)
     for sets in (list(self._scratch.chunk(2)), [self._scratch]):      # (halves overlap copies with updates; else the whole)
         if (whole := self._chunks(min(s.numel() for s in sets))) is not None: self._sets, self._whole = sets, whole; break
-    if self._sets is None: self._scratch, self.fuses = None, False; return
+    if self._sets is None: self._scratch, self.fuses = None, False
+    if not self.fuses: return
     cap = min(s.numel() for s in self._sets)
     for u in e.units:
         if (span := self._span(ps := [p for p in u.params if id(p) in self.master])) is not None:
@@ -443,8 +461,6 @@ def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
     "Host gradient bytes of the units an update in the backward can take whole (`_span_of` the flat layout, built on meta)."
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = make_optimizer(optimizer, [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in params], lr=1.0)
-    at = dict(zip(map(id, params), zip(itertools.accumulate((p.numel() for p in params), initial=0), (p.numel() for p in params))))
+    opt, at = _meta_optimizer(model, optimizer)
     spans = [_span_of([at[id(p)] for p in dict.fromkeys(u.parameters()) if id(p) in at], opt._align) for u in model.stream_units()]
     return sum(hi - lo for lo, hi in filter(None, spans)) * opt.grads.flat.element_size()

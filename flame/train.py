@@ -25,7 +25,7 @@ from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, backward_update_bytes, layerwise_host_bytes, unit_groups
+from .layerwise import HostOptimizer, backward_update_bytes, layerwise_host_bytes, unit_groups, update_scratch_bytes
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -506,9 +506,11 @@ def updates_in_backward(c: TrainConfig, device: torch.device) -> bool:
     "Whether a layer-wise full fine-tune updates each block in its backward: on a GPU, clipping by unit or not at all."
     return c.mode == "full" and device.type == "cuda" and (c.clip == "unit" or c.max_grad_norm is None)
 
-def _backward_scratch(c: TrainConfig, model, device: torch.device) -> int:
-    "Device bytes the update in the backward holds besides the step (`backward_update_bytes`); 0 when the run does not update there."
-    return backward_update_bytes(model) if updates_in_backward(c, device) else 0
+def _update_scratch(c: TrainConfig, model, device: torch.device) -> int:
+    """Device bytes a layer-wise update holds besides the step, on a GPU: its scratch (`update_scratch_bytes`), in the backward a
+    unit's gradients too (`backward_update_bytes`); 0 for a LoRA or on the CPU (the update runs on the host)."""
+    if c.mode != "full" or device.type != "cuda": return 0
+    return (backward_update_bytes if updates_in_backward(c, device) else update_scratch_bytes)(model, c.optimizer)
 
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu")):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state fills the budget)
@@ -569,7 +571,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     if cached and device.type == "cuda" and c.budget is not None and ds.uncached(run_prompts(c, source)):   # (all cached: never read)
         check_encoders(parse_size(c.budget, "budget"), text)                                                  # before writing
     _adapt(c, model)
-    check_budget(model, c.budget, c.optimizer, _backward_scratch(c, model, device))
+    check_budget(model, c.budget, c.optimizer, _update_scratch(c, model, device))
     check_layerwise(c, model, world, device)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
@@ -638,7 +640,7 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     model.cpu()                               # (after a device attempt whose step did not fit: its weights out of its flat buffer)
     model.checkpointing = True
     budget = c.budget
-    if budget is not None and (scratch := _backward_scratch(c, model, run.device)): budget = parse_size(budget, "budget") - scratch
+    if budget is not None and (scratch := _update_scratch(c, model, run.device)): budget = parse_size(budget, "budget") - scratch
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
     return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip, accumulate=c.grad_accum > 1)
 
