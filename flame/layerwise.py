@@ -41,8 +41,9 @@ class HostOptimizer(torch.optim.Optimizer):
         super().__init__(self.params, {})                              # (a torch optimizer over the model's parameters: hooks, timelines)
         inside = {id(p) for u in e.units for p in u.params}
         self.rest = [p for p in self.params if id(p) not in inside]     # trained on the device, outside the streamed units
-        self.master = self._masters(dtype)
-        self.shared = self._share()                                    # (then the blocks stream from the master: no second copy)
+        self.shared = all(p.requires_grad and p.dtype == dtype for u in e.units for p in u.params)   # (the blocks can stream from the masters)
+        self.master = self._masters(dtype)                              # (shared: each unit's pool pages handed back once copied)
+        if self.shared: self._share()
         self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
         self._same = all(p.dtype == self.opt.flat.dtype for p in self.params)   # (the weights stream in the master's dtype)
         e.grad_sink = self._fold
@@ -71,6 +72,7 @@ class HostOptimizer(torch.optim.Optimizer):
         for u in self.engine.units:
             for p, t in zip(u.params, self.engine.read_unit(u)):
                 if id(p) in out: out[id(p)].data.copy_(t)
+            if self.shared: self.engine.hand_back(u)                    # (never two whole copies of the weights on the host)
         return out
 
     def _fold(self, p):
@@ -111,13 +113,11 @@ def _at(self: HostOptimizer, p) -> tuple[int, int]:
     return self.master[id(p)].storage_offset(), self.master[id(p)].numel()
 
 @patch
-def _share(self: HostOptimizer) -> bool:
-    """Let the units stream from the master weights themselves when those are the streamed values (every unit weight trained, in
-    its own dtype): the pool (or the store file) is let go, and an update writes each weight once."""
+def _share(self: HostOptimizer):
+    """Let the units stream from the master weights themselves, the streamed values when every unit weight trains in its own dtype
+    (`shared`): the pool (or the store file) is let go, and an update writes each weight once."""
     e = self.engine
-    if not all(id(p) in self.master and self.master[id(p)].dtype == p.dtype for u in e.units for p in u.params): return False
     e.adopt({u.index: [(o, self.master[id(p)].detach().view(-1).view(torch.uint8)) for p, o in zip(u.params, u.offsets)] for u in e.units})
-    return True
 
 @patch
 def _landed(self: HostOptimizer):
@@ -453,11 +453,11 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:
     """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors, and a streamed
     copy of the frozen weights (trained ones stream from their master) — less, `in_backward` (each unit updated in its backward,
-    no accumulation), the host gradients of the units that can be; at least two copies of the weights (on a GPU, the pinned pool
-    is whole while the masters that replace it are made)."""
+    no accumulation), the host gradients of the units that can be; at least the weights and two of the largest unit (on a GPU
+    the masters are made from the pool a unit at a time, each unit's pool pages handed back once copied)."""
     nbytes, ps = lambda ps: sum(p.numel() * p.element_size() for p in ps), list(model.parameters())
     total = trainable_state_bytes(model, optimizer) + nbytes(p for p in ps if not p.requires_grad)
-    return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), 2 * nbytes(ps))
+    return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), nbytes(ps) + 2 * _largest_packed(model))
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
     "Host gradient bytes of the units an update in the backward can take whole (`_span_of` the flat layout, built on meta)."

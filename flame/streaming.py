@@ -863,6 +863,15 @@ def adopt(self: _Engine, pieces: dict):
     self.pool, self.adopted = None, pieces
 
 @patch
+def hand_back(self: _Engine, u):
+    """Return unit `u`'s whole pages of the host pool to the OS: its weights live elsewhere now, and `adopt` follows (what is read
+    there after this is zeros). The pool is unpinned first; without a pool (a store file), nothing to do."""
+    if self.pool is None: return
+    self.copier.sync(); self._unpin_pool()                     # (no copy still reads it; page-locked pages cannot be dropped)
+    lo, hi = _inner_pages(self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes], mmap.PAGESIZE)
+    if hi > lo: ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 4)   # 4: MADV_DONTNEED
+
+@patch
 def reload(self: _Engine, u):
     "Unit `u`'s host tensors changed in place: its resident buffer loads them again, its slot (if any) is forgotten."
     self.copier.sync()
