@@ -8,6 +8,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
 
     python3 bench/full.py --model sdxl --budgets 8GB --out bench/results/full_sdxl.json
     python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
+    python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --profile --out /tmp/p.json   # where a step's time goes
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
 """
 import argparse, datetime, gc, json, statistics, time
@@ -95,6 +96,48 @@ def floors(compute: float, h2d: float, d2h: float, bw: dict) -> tuple[float, flo
     return max(compute, h2d / bw["h2d"], d2h / bw["d2h"]), max(compute, duplex)
 
 
+def merged(spans: list) -> list:
+    "Sorted, non-overlapping [start, end) intervals covering `spans`."
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]: out[-1][1] = max(out[-1][1], b)
+        else: out.append([a, b])
+    return out
+
+
+def overlap(x: list, y: list) -> float:
+    "Length of the intersection of two merged interval lists."
+    i = j = 0; tot = 0.0
+    while i < len(x) and j < len(y):
+        tot += max(0.0, min(x[i][1], y[j][1]) - max(x[i][0], y[j][0]))
+        if x[i][1] < y[j][1]: i += 1
+        else: j += 1
+    return tot
+
+
+def profile_step(loss, opt) -> dict:
+    """One whole step under torch.profiler: seconds the GPU computed and each copy direction ran (alone and at once, as unions
+    of their intervals), the span of it all and the step's wall time; the kernels that took longest."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    if opt.fuses: opt.arm()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter(); backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize(); wall = time.perf_counter() - t0
+    spans = {"compute": [], "h2d": [], "d2h": []}
+    for e in prof.events():
+        if e.device_type != DeviceType.CUDA: continue
+        kind = "h2d" if "HtoD" in e.name else "d2h" if "DtoH" in e.name else None if e.name.startswith(("Memcpy", "Memset")) else "compute"
+        if kind: spans[kind].append((e.time_range.start / 1e6, e.time_range.end / 1e6))
+    busy = {k: merged(v) for k, v in spans.items()}
+    allspans = [s for v in busy.values() for s in v]
+    ev = sorted((e for e in prof.key_averages() if e.self_device_time_total > 0), key=lambda e: -e.self_device_time_total)
+    return {"wall_s": wall, "gpu_span_s": max(b for _, b in allspans) - min(a for a, _ in allspans),
+            **{f"{k}_busy_s": sum(b - a for a, b in v) for k, v in busy.items()},
+            "copies_at_once_s": overlap(busy["h2d"], busy["d2h"]), "compute_with_a_copy_s": overlap(busy["compute"], merged(busy["h2d"] + busy["d2h"])),
+            "top": [{"kernel": e.key[:100], "s": e.self_device_time_total / 1e6, "calls": e.count} for e in ev[:15]]}
+
+
 def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
     "Median seconds of whole steps (forward, backward, update) and of their update; peak GPU bytes; bytes moved each way per step."
     e, out = m._flame_streaming, {"step": [], "update": []}
@@ -163,13 +206,18 @@ def main(a):
             res["budgets"].append(row)
             print(f"budget {name}, update on the {update}: {row} [{time.time() - t0:.0f}s]", flush=True)
             atomic_write(a.out, json.dumps(res, indent=1))
-            if name != budgets[0][0] or "trace" in res: continue
-            with record(m) as rec: backward(loss); torch.cuda.synchronize()
-            res["trace"] = rec.result.to_dict()
-            opt.zero_grad()
-            if opt.fuses: opt.arm()
-            with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
-            res["memory"] = series(tl)
+            if name != budgets[0][0]: continue
+            if "trace" not in res:
+                with record(m) as rec: backward(loss); torch.cuda.synchronize()
+                res["trace"] = rec.result.to_dict()
+                opt.zero_grad()
+                if opt.fuses: opt.arm()
+                with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
+                res["memory"] = series(tl)
+            if a.profile:
+                res.setdefault("profile", {})[update] = prof = profile_step(loss, opt)
+                print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k != "top"), flush=True)
+                for k in prof["top"]: print(f"  {k['s'] * 1e3:9.1f} ms {k['calls']:6d}x  {k['kernel']}")
     res["wall_s"] = time.time() - t0
     atomic_write(a.out, json.dumps(res, indent=1))
     table(res)
@@ -193,6 +241,8 @@ if __name__ == "__main__":
     ap.add_argument("--weights-dtype", choices=list(DTYPES), default="fp32")
     ap.add_argument("--updates", default="device,host", help="where the update runs, each measured: device (after the backward; the default), "
                     "host, backward (each block on the device in its backward, clipped by block)")
+    ap.add_argument("--profile", action="store_true", help="also one whole step under torch.profiler per update place (first budget): "
+                    "how long compute and each copy direction were busy, alone and at once, and the longest kernels")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     a = parse(ap, SMOKE, warmup=1, reps=3)
     if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")

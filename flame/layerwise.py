@@ -19,7 +19,7 @@ from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'HostOptimizer', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes',
+__all__ = ['UPDATE_SCRATCH', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes',
            'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
@@ -101,9 +101,9 @@ class HostOptimizer(torch.optim.Optimizer):
 def write_back(self: HostOptimizer):
     "The host copies become the model's weights: each unit's stream source (and resident buffer), the rest on the device."
     e = self.engine
-    for u in e.units:
-        if self.shared: e.reload(u)                                    # (they stream from the master: nothing to write)
-        else: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
+    if self.shared: e.reload(e.units)                                  # (they stream from the master: nothing to write)
+    else:
+        for u in e.units: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
     with torch.no_grad():
         for p in self.rest: p.copy_(self.master[id(p)])
 
@@ -238,6 +238,10 @@ def _norm(self: HostOptimizer) -> float:
     "The gradients' global norm (clipped globally): summed on the device as they came (one micro-batch a step), else read from the host."
     return self._sq.sum().sqrt().item() if self.pinned and not self._summed else self.opt.grads.flat.norm().item()
 
+def clips_apart(clip: str, max_grad_norm) -> bool:
+    "Whether no clipping needs every gradient before an update — clipped by unit, or not at all: a unit may update in its backward."
+    return clip == "unit" or max_grad_norm is None
+
 def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
     "Indices into `params` of each of `units`' (a group each, maybe empty), then of all the others: the groups `clip='unit'` clips."
     at = {id(p): i for i, p in enumerate(params)}
@@ -333,7 +337,7 @@ def _meta_optimizer(model: nn.Module, optimizer: str) -> tuple:
     return make_optimizer(optimizer, metas, lr=1.0), dict(zip(map(id, params), zip(itertools.accumulate(n, initial=0), n)))
 
 def _largest_packed(model: nn.Module) -> int:
-    "Bytes of `model`'s largest unit as the streaming engine packs it (streamed already, or not yet)."
+    "Bytes of `model`'s largest unit as the streaming engine packs it (streamed already, or not yet; `policy._largest_unit` sums it)."
     if (e := getattr(model, "_flame_streaming", None)) is not None: return max(u.nbytes for u in e.units)
     return max(_layout(list(dict.fromkeys(u.parameters())))[1] for u in model.stream_units())
 
@@ -352,7 +356,7 @@ def _plan_update(self: HostOptimizer, clip: str):
     """Clip groups (by unit); the scratch an update on the device works in (`_sets`, halves when a piece fits one) and the ranges of
     the whole buffer that fit it (`_whole`); which units the backward may update (`_spans`)."""
     e, opt = self.engine, self.opt
-    self.fuses = self.update == "device" and self._same and (clip == "unit" or opt.max_grad_norm is None)
+    self.fuses = self.update == "device" and self._same and clips_apart(clip, opt.max_grad_norm)
     if clip == "unit" or self.fuses: opt.clip_by(unit_groups(self.params, [u.module for u in e.units]))
     groups = opt.clip_groups or []
     self._group_of = {id(self.params[i]): k for k, g in enumerate(groups) for i in g}

@@ -872,12 +872,14 @@ def hand_back(self: _Engine, u):
     if hi > lo: ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 4)   # 4: MADV_DONTNEED
 
 @patch
-def reload(self: _Engine, u):
-    "Unit `u`'s host tensors changed in place: its resident buffer loads them again, its slot (if any) is forgotten."
-    self.copier.sync()
-    if self.resident is not None and u.index in self.resident: self.copier.wait(self.copier.load(self.resident[u.index], self.sources(u), None))
-    elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
-    self.copier.sync()
+def reload(self: _Engine, units):
+    "The host tensors of `units` changed in place: their resident buffers load them again, their slots are forgotten (one wait for all)."
+    self.copier.sync(); loads = []
+    for u in units:
+        if self.resident is not None and u.index in self.resident: loads.append(self.copier.load(self.resident[u.index], self.sources(u), None))
+        elif self.plan is not None and u.index in self.pos: self.ring.forget(self.pos[u.index])
+    for ev in loads: self.copier.wait(ev)                      # (a failed copy raises here)
+    self.copier.sync()                                         # (the host tensors may change again once this returns)
 
 @patch
 def _bind_host(self: _Engine, u):

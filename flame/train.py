@@ -25,7 +25,7 @@ from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, backward_update_bytes, layerwise_host_bytes, unit_groups, update_scratch_bytes
+from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -504,7 +504,7 @@ def recover_replaced(out: Path, log=print):
 # %% ../nbs/70_train.ipynb #lw70a003
 def updates_in_backward(c: TrainConfig, device: torch.device) -> bool:
     "Whether a layer-wise full fine-tune updates each block in its backward: on a GPU, clipping by unit or not at all."
-    return c.mode == "full" and device.type == "cuda" and (c.clip == "unit" or c.max_grad_norm is None)
+    return c.mode == "full" and device.type == "cuda" and clips_apart(c.clip, c.max_grad_norm)   # (the condition `HostOptimizer.fuses` meets)
 
 def _update_scratch(c: TrainConfig, model, device: torch.device) -> int:
     """Device bytes a layer-wise update holds besides the step, on a GPU: its scratch (`update_scratch_bytes`), in the backward a
