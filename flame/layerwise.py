@@ -218,11 +218,25 @@ def _targets(self: HostOptimizer) -> list:
     out += [(*at(p), None, p.data) for p in self.rest]
     return sorted(((a, n, *(None if t is None else t.view(-1) for t in ts)) for a, n, *ts in out), key=lambda t: t[0])
 
+@patch
+def _places(self: HostOptimizer) -> tuple:
+    "`_targets()` and their starts, made once a step (the ring and resident buffers do not move within one)."
+    if self._placement is None: self._placement = (t := self._targets(), [a for a, *_ in t])
+    return self._placement
+
 def _overlapping(lo: int, hi: int, pieces: list, starts: list):
     "(s, t, piece) for each of `pieces` — (flat start, length, ...), sorted, their starts `starts` — overlapping [lo, hi) on [s, t)."
     for piece in pieces[max(bisect.bisect_right(starts, lo) - 1, 0):]:
         if piece[0] >= hi: break
         if (s := max(piece[0], lo)) < (t := min(piece[0] + piece[1], hi)): yield s, t, piece
+
+def _gaps(lo: int, hi: int, pieces: list, starts: list) -> list:
+    "The parts [s, t) of [lo, hi) that none of `pieces` — (flat start, length, ...), sorted, their starts `starts` — covers."
+    out, at = [], lo
+    for s, t, _ in _overlapping(lo, hi, pieces, starts):
+        if at < s: out.append((at, s))
+        at = t
+    return out + [(at, hi)] * (at < hi)
 
 def _placed(p: torch.Tensor, lo: int, targets: list, starts: list) -> list:
     "(destination, source) copies that put `p` (flat elements [lo, lo + len)) where `targets` — (start, length, tensors or None) — say."
@@ -253,19 +267,21 @@ def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
 @patch
 def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
     """Update `ranges` of the flat buffers in scratch `sets` on the device: each copied in on one side stream (but for what `here_`
-    has on the device already: name -> (flat start, length, tensor) pieces), scaled by `scale`, updated, copied back on the other."""
+    has on the device already: name -> (flat start, length, tensor) pieces, copied from there), scaled by `scale`, updated, copied
+    back on the other."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
-    if self._placement is None: self._placement = (t := self._targets(), [a for a, *_ in t])
     up, down = self._streams if cuda else (None, None)
     side, here = (lambda s: torch.cuda.stream(s) if cuda else nullcontext()), torch.cuda.current_stream(e.device) if cuda else None
     starts = lambda pieces: [a for a, *_ in pieces]
     on_device, scaled = {n: (ps, starts(ps)) for n, ps in (here_ or {}).items()}, isinstance(scale, list) and (scale, starts(scale))
     for i, (lo, hi) in enumerate(ranges):
         host, k = opt._slices(lo, hi), i % len(sets)
-        dev, ins = _carve(sets[k], host), {n: t for n, t in host.items() if n not in on_device}
+        dev = _carve(sets[k], host)
+        ins = [(dev[n][a - lo:b - lo], t[a - lo:b - lo]) for n, t in host.items() if n in on_device for a, b in _gaps(lo, hi, *on_device[n])]
+        ins += [(dev[n], t) for n, t in host.items() if n not in on_device]
         with side(up):
             if (ev := self._free.get(sets[k].data_ptr())) is not None: up.wait_event(ev)   # (the set's last range is back on the host)
-            for name, t in ins.items(): dev[name].copy_(t, non_blocking=True)
+            for d, s in ins: d.copy_(s, non_blocking=True)
         if cuda: here.wait_stream(up)
         for name, (pieces, at) in on_device.items():
             for src, d in _placed(dev[name], lo, pieces, at): d.copy_(src)
@@ -273,11 +289,11 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
         if cuda: down.wait_stream(here)
-        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, *self._placement)
+        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, *self._places())
         with side(down):
             for d, s in back: d.copy_(s, non_blocking=True)
             if cuda: self._free[sets[k].data_ptr()] = down.record_event()
-        self.moved[0] += sum(t.nbytes for t in ins.values()); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
+        self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
 
 @patch
 def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
@@ -286,7 +302,8 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     e.copier.sync()                                                    # (no block is still loading into a slot)
     scale = self._clip_left()
     self._begin()
-    self._update_ranges(sets, self._left(ranges), scale)
+    here_ = [(a, n, d) for a, n, _, d in self._places()[0] if d is not None]   # resident blocks' weights, those outside the blocks
+    self._update_ranges(sets, self._left(ranges), scale, {"params": here_})  # (updated where they are: not copied in again)
     e.copier.sync()
     for w in list(e.ring.slot_of): e.ring.forget(w)
     if e.pool is None and not self.shared: self.write_back()           # (streamed from a file: written there)
