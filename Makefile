@@ -44,8 +44,8 @@ check-clean: install
 # CPU code does (the interpreter is far too slow for whole models). Separate runs, because a worker
 # process keeps its environment and imported modules from one notebook to the next.
 nbtest: install
-	TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing --file-re '^1[0-9]_.*\.ipynb$$'
-	TRITON_INTERPRET=0 $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '^([_.]|1[0-9]_)'
+	TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing --file-re '^1[0-9][a-z]?_.*\.ipynb$$'
+	TRITON_INTERPRET=0 $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '^([_.]|1[0-9][a-z]?_)'
 
 # Every undefined or unused name in the package fails the build (pyflakes: no style rules, no configuration).
 lint: install

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Optimizer step time and memory on one GPU: FLAME's FlatAdamW, FlatAdamW8bit and FlatAdafactor against
+"""Optimizer step time and memory on one GPU: FLAME's FlatAdamW, FlatAdamW8bit and FlatAdafactor (and its
+update in plain PyTorch, as it was before its Triton kernels) against
 torch.optim.AdamW(fused=True) and transformers' Adafactor (relative_step/scale_parameter/warmup_init off) — peers
 that need no bitsandbytes — on the same tensors, in one run; bitsandbytes' and torchao's AdamW8bit join when they are
 installed. The tensors are one stream of a Flux double block (qkv, proj, two MLP matrices and their biases: 113M fp32
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 from flame.io import atomic_write
-from flame.kernels.core import bench
+from flame.kernels.core import backend, bench
 from flame.optim import make_optimizer, optim_results_table
 from flame.tensor import storage_bytes
 
@@ -37,10 +38,13 @@ def _tensors(shapes, device, seed=0):
     for p in ps: p.grad = torch.randn(p.shape, device=device, generator=g) * 1e-3
     return ps
 
-def _flame(name):
+def _flame(name, reference=False):
+    "`reference`: its update in plain PyTorch (flame.kernels.backend), not its Triton kernels: what they gain, in the same run."
     def make(ps):
         opt = make_optimizer(name, ps, max_grad_norm=1.0, **HP)          # takes the parameters' values and their .grad
-        return opt, opt.step, lambda: storage_bytes(*opt.named_state.values())
+        def step():
+            with backend("reference" if reference else "auto"): opt.step()
+        return opt, step, lambda: storage_bytes(*opt.named_state.values())
     return make
 
 def _peer(cls, **kw):
@@ -57,6 +61,7 @@ def peers():
     "name -> maker(params) -> (optimizer, step, state bytes); and the peers that could not be imported, with why."
     from transformers.optimization import Adafactor
     makers = {"flame adamw": _flame("adamw"), "flame adamw8bit": _flame("adamw8bit"), "flame adafactor": _flame("adafactor"),
+              "flame adafactor (reference)": _flame("adafactor", reference=True),
               "torch AdamW fused": _peer(torch.optim.AdamW, **HP, fused=True),
               "transformers Adafactor": _peer(Adafactor, **HP, relative_step=False, scale_parameter=False, warmup_init=False)}
     skipped = {}

@@ -7,6 +7,7 @@ Modules:
 - `flame.demo`: What `flame train` does with no arguments: the `tiny` model family, its procedural data, the base model it builds once, and the statistic its result is judged by.
 - `flame.diffusion`: What a diffusion model learns to predict (`flow`, `eps`, `v`), the timesteps trainers draw, and the samplers that run a model backwards: Euler for every objective (Flux's schedule, SDXL's scheduler), DDIM for eps / v.
 - `flame.io`: Writing a file so that a crash never leaves half of it, safetensors' names for dtypes, and sizes as people write them ("12GB", "512MiB") — the small helpers every layer above needs.
+- `flame.kernels.adafactor`: One weight matrix's Adafactor update in three passes over its gradient — the squared gradient's row and column sums, the update's norm, the update itself — instead of the two dozen elementwise PyTorch ops the reference takes: what a layer-wise full fine-tune runs for every block in its backward.
 - `flame.kernels.adamw`: One AdamW step as one elementwise kernel over flat buffers, step for step `torch.optim.AdamW` — with stochastic rounding for bf16 parameters, so that small updates are not lost.
 - `flame.kernels.adamw8bit`: AdamW with both moments kept in 8 bits — quantized per block of 256 values with bitsandbytes' dynamic map — updated by one Triton kernel that dequantizes, steps and requantizes: 2 bytes of optimizer state per parameter instead of 8.
 - `flame.kernels.core`: The conventions every FLAME kernel follows — dispatch, argument checks, testing, measuring — and the plumbing the fused row kernels share.

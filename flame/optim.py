@@ -15,7 +15,8 @@ from fastcore.basics import patch
 from .autograd import GradBuffer
 from .kernels import adamw_, adamw8bit_, adamw8bit_state
 from .kernels.adamw8bit import QBLOCK
-from .kernels.adamw import _round_bf16_stochastic, _sr_seed
+from .kernels.adamw import _sr_seed
+from .kernels.adafactor import adafactor_
 
 # %% auto #0
 __all__ = ['CPU_STEP_ELEMENTS', 'OPTIMIZERS', 'FlatOptimizer', 'group_norm', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor',
@@ -246,27 +247,6 @@ def _views(shape, p: Tensor, g: Tensor, row: Tensor, col: Tensor, full: Tensor, 
 
 _FACTORS = ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq")
 
-def _rms(t: Tensor) -> Tensor: return t.norm(2) / (t.numel() ** 0.5)
-
-def _adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
-    """transformers' Adafactor update of one tensor, in place (its expressions, in its order); its factors already multiplied by
-    `beta2t`. `sr_seed`: the parameter is bf16, updated in fp32 and stochastically rounded back with that key."""
-    p, g = (v["p"].float(), v["g"]) if sr_seed is not None else (v["p"], v["g"])
-    update = g ** 2 + group["eps"]
-    if "row" in v:
-        v["row"].add_(update.mean(dim=-1), alpha=1.0 - beta2t)
-        v["col"].add_(update.mean(dim=-2), alpha=1.0 - beta2t)
-        r = (v["row"] / v["row"].mean(dim=-1, keepdim=True)).rsqrt_().unsqueeze(-1)
-        update = torch.mul(r, v["col"].unsqueeze(-2).rsqrt()).mul_(g)
-    else:
-        v["full"].add_(update, alpha=1.0 - beta2t)
-        update = v["full"].rsqrt().mul_(g)
-    update.div_((_rms(update) / group["clip_threshold"]).clamp_(min=1.0)).mul_(group["lr"])
-    if v["exp_avg"] is not None: update = v["exp_avg"].mul_(group["beta1"]).add_(update, alpha=1 - group["beta1"])
-    if group["weight_decay"] != 0: p.add_(p, alpha=-group["weight_decay"] * group["lr"])
-    p.add_(-update)
-    if sr_seed is not None: v["p"].copy_(_round_bf16_stochastic(p, sr_seed))
-
 @patch
 def _align(self: FlatAdafactor, off: int) -> int: return self._at[0][bisect.bisect_left(self._at[0], off)]   # (whole tensors)
 
@@ -288,7 +268,7 @@ def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
         part = lambda name, at: t[name][at[k] - at[i]:at[k + 1] - at[i]]
         v = _views(self._shapes[k], *(part(n, at) for n, at in zip(("params", "grads", *_FACTORS), (self._at[0], *self._at))),
                    part("exp_avg", self._at[0]) if "exp_avg" in t else None)
-        _adafactor_(v, group, beta2t, _sr_seed(self.seed + k, self.steps) if self.rounds else None)
+        adafactor_(v, group, beta2t, _sr_seed(self.seed + k, self.steps) if self.rounds else None)   # (17a: a matrix by Triton kernels)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd
 OPTIMIZERS = {"adamw": FlatAdamW, "adamw-bf16": partial(FlatAdamW, state_dtype=torch.bfloat16), "adamw8bit": FlatAdamW8bit,
