@@ -26,7 +26,7 @@ from flame.train import host_available
 from flame.streaming import record, stream
 from flame.tensor import MemoryTimeline
 
-SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2)
+SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True)   # (the GPU suite runs --profile too)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
