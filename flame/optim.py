@@ -16,7 +16,7 @@ from .autograd import GradBuffer
 from .kernels import adamw_, adamw8bit_, adamw8bit_state
 from .kernels.adamw8bit import QBLOCK
 from .kernels.adamw import _sr_seed
-from .kernels.adafactor import adafactor_
+from .kernels.adafactor import adafactor_, adafactor_vectors_
 
 # %% auto #0
 __all__ = ['CPU_STEP_ELEMENTS', 'OPTIMIZERS', 'FlatOptimizer', 'group_norm', 'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor',
@@ -260,15 +260,21 @@ def _slices(self: FlatAdafactor, lo: int, hi: int) -> dict:
 
 @patch
 def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
-    "Decay the range's factors with one multiply per buffer, then update tensor by tensor (rounding keyed by each tensor's index)."
+    """Decay the range's factors with one multiply per buffer, then update its vectors in one call and each other tensor by itself
+    (rounding keyed by each tensor's index)."""
     beta2t = 1.0 - math.pow(self.steps, group["decay_rate"])
     for k in _FACTORS: t[k].mul_(beta2t)
-    i = self._at[0].index(lo)
-    for k in range(i, self._at[0].index(lo + t["params"].numel())):
+    i, j, at = self._at[0].index(lo), self._at[0].index(lo + t["params"].numel()), self._at
+    seed = lambda k: _sr_seed(self.seed + k, self.steps) if self.rounds else None
+    vectors = [k for k in range(i, j) if len(self._shapes[k]) < 2]      # (their second moments whole: elementwise but for the clip)
+    adafactor_vectors_(t["params"], t["grads"], t["exp_avg_sq"], t.get("exp_avg"), [(at[0][k] - at[0][i], at[3][k] - at[3][i],
+                       at[0][k + 1] - at[0][k]) for k in vectors], group, beta2t, [seed(k) for k in vectors] if self.rounds else None)
+    for k in range(i, j):
+        if len(self._shapes[k]) < 2: continue
         part = lambda name, at: t[name][at[k] - at[i]:at[k + 1] - at[i]]
         v = _views(self._shapes[k], *(part(n, at) for n, at in zip(("params", "grads", *_FACTORS), (self._at[0], *self._at))),
                    part("exp_avg", self._at[0]) if "exp_avg" in t else None)
-        adafactor_(v, group, beta2t, _sr_seed(self.seed + k, self.steps) if self.rounds else None)   # (17a: a matrix by Triton kernels)
+        adafactor_(v, group, beta2t, seed(k))                         # (17a: a matrix by Triton kernels)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd
 OPTIMIZERS = {"adamw": FlatAdamW, "adamw-bf16": partial(FlatAdamW, state_dtype=torch.bfloat16), "adamw8bit": FlatAdamW8bit,

@@ -15,7 +15,7 @@ from .core import triton, tl, _jit, use_triton
 from .adamw import _round_bf16, _round_bf16_stochastic
 
 # %% auto #0
-__all__ = ['BM', 'BN', 'adafactor_reference_', 'adafactor_']
+__all__ = ['BM', 'BN', 'adafactor_reference_', 'adafactor_', 'adafactor_vectors_']
 
 # %% ../../nbs/17a_adafactor.ipynb #af000007
 def _rms(t: Tensor) -> Tensor: return t.norm(2) / (t.numel() ** 0.5)
@@ -97,3 +97,50 @@ def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
     _update_kernel[grid](*args(ssq), PASS=0, **kw)                    # (no divisor yet)
     div = ((ssq.sum().sqrt() / math.sqrt(p.numel())) / group["clip_threshold"]).clamp_(min=1.0).reshape(1)
     _update_kernel[grid](*args(div), PASS=1, **kw)
+
+# %% ../../nbs/17a_adafactor.ipynb #afv00002
+@_jit
+def _vectors_kernel(P, G, FULL, AVG, AT_P, AT_F, LEN, SEEDS, eps, one_minus_beta2t, lr, clip, beta1, decay,
+                    HAS_AVG: tl.constexpr, ROUND: tl.constexpr, BLOCK: tl.constexpr):
+    "Vector pid: its second moment and the squares of its update, summed; then its update, clipped by its own RMS."
+    i = tl.program_id(0)
+    ap, af, n = tl.load(AT_P + i), tl.load(AT_F + i), tl.load(LEN + i)
+    ssq = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(0, n, BLOCK):
+        offs = s + tl.arange(0, BLOCK)
+        m = offs < n
+        g = tl.load(G + ap + offs, mask=m, other=0.0)
+        f = tl.load(FULL + af + offs, mask=m, other=1.0) + one_minus_beta2t * (g * g + eps)
+        tl.store(FULL + af + offs, f, mask=m)
+        u = (1.0 / tl.sqrt(f)) * g
+        ssq += tl.where(m, u * u, 0.0)
+    div = tl.maximum(tl.sqrt(tl.sum(ssq, axis=0)) / tl.sqrt(n.to(tl.float32)) / clip, 1.0)
+    seed = tl.load(SEEDS + i)
+    for s in range(0, n, BLOCK):
+        offs = s + tl.arange(0, BLOCK)
+        m = offs < n
+        u = (1.0 / tl.sqrt(tl.load(FULL + af + offs, mask=m, other=1.0))) * tl.load(G + ap + offs, mask=m, other=0.0)
+        u = u / div * lr
+        if HAS_AVG:
+            u = tl.load(AVG + ap + offs, mask=m) * beta1 + u * (1 - beta1)
+            tl.store(AVG + ap + offs, u, mask=m)
+        p = tl.load(P + ap + offs, mask=m).to(tl.float32)
+        p = (p + p * decay) - u
+        if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
+        tl.store(P + ap + offs, p.to(P.dtype.element_ty), mask=m)
+
+def adafactor_vectors_(p: Tensor, g: Tensor, full: Tensor, avg: Tensor | None, at: list, group: dict, beta2t: float,
+                       seeds: list | None = None):
+    """Adafactor's update of the vectors at `at` — (start in `p`, `g`, `avg`; start in `full`; length) — of flat buffers, in place,
+    their second moments already multiplied by `beta2t`; `seeds`: one rounding key each (bf16 `p`). One launch; else the reference."""
+    views = lambda a, f, n: dict(p=p[a:a + n], g=g[a:a + n], full=full[f:f + n], exp_avg=None if avg is None else avg[a:a + n])
+    fits = g.dtype == torch.float32 and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and seeds is not None))
+    if not at: return
+    if not fits or not use_triton(p, g, full):
+        for j, (a, f, n) in enumerate(at): adafactor_reference_(views(a, f, n), group, beta2t, None if seeds is None else seeds[j])
+        return
+    cols = torch.tensor(at, dtype=torch.int64).t().contiguous().to(p.device)
+    keys = torch.tensor(seeds or [0] * len(at), dtype=torch.int32, device=p.device)
+    _vectors_kernel[(len(at),)](p, g, full, g if avg is None else avg, cols[0], cols[1], cols[2], keys, group["eps"], 1.0 - beta2t,
+                                group["lr"], group["clip_threshold"], group["beta1"] or 0.0, -group["weight_decay"] * group["lr"],
+                                HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
