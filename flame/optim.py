@@ -271,9 +271,9 @@ def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
                        at[0][k + 1] - at[0][k]) for k in vectors], group, beta2t, [seed(k) for k in vectors] if self.rounds else None)
     for k in range(i, j):
         if len(self._shapes[k]) < 2: continue
-        part = lambda name, at: t[name][at[k] - at[i]:at[k + 1] - at[i]]
-        v = _views(self._shapes[k], *(part(n, at) for n, at in zip(("params", "grads", *_FACTORS), (self._at[0], *self._at))),
-                   part("exp_avg", self._at[0]) if "exp_avg" in t else None)
+        part = lambda name, starts: t[name][starts[k] - starts[i]:starts[k + 1] - starts[i]]
+        v = _views(self._shapes[k], *(part(n, s) for n, s in zip(("params", "grads", *_FACTORS), (at[0], *at))),
+                   part("exp_avg", at[0]) if "exp_avg" in t else None)
         adafactor_(v, group, beta2t, seed(k))                         # (17a: a matrix by Triton kernels)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd

@@ -52,6 +52,17 @@ def _sq_sums_kernel(G, ROWP, COLP, M, N, eps, BM: tl.constexpr, BN: tl.constexpr
     tl.store(COLP + pm.to(tl.int64) * N + rn, tl.sum(u, axis=0), mask=rn < N)
 
 @_jit
+def _apply_update(P, AVG, offs, mask, u, beta1, decay, seed, HAS_AVG: tl.constexpr, ROUND: tl.constexpr):
+    "The clipped, scaled update `u` at `offs`: through the first moment (HAS_AVG), then weight decay and the step, in P's dtype."
+    if HAS_AVG:
+        u = tl.load(AVG + offs, mask=mask) * beta1 + u * (1 - beta1)
+        tl.store(AVG + offs, u, mask=mask)
+    p = tl.load(P + offs, mask=mask).to(tl.float32)
+    p = (p + p * decay) - u
+    if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
+    tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
+
+@_jit
 def _update_kernel(P, G, R, C, AVG, SSQ, DIV, M, N, lr, beta1, decay, seed,
                    PASS: tl.constexpr, HAS_AVG: tl.constexpr, ROUND: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     "u = r ⊗ c ⊙ g on one tile. PASS 0: its sum of squares into SSQ[tile]. PASS 1: u / DIV[0] · lr, the first moment, decay, the step."
@@ -63,18 +74,14 @@ def _update_kernel(P, G, R, C, AVG, SSQ, DIV, M, N, lr, beta1, decay, seed,
     u = (r[:, None] * c[None, :]) * tl.load(G + offs, mask=mask, other=0.0)
     if PASS == 0:
         tl.store(SSQ + pm * tl.num_programs(1) + pn, tl.sum(tl.sum(tl.where(mask, u * u, 0.0), axis=1), axis=0))
-    else:
-        u = u / tl.load(DIV) * lr
-        if HAS_AVG:
-            u = tl.load(AVG + offs, mask=mask) * beta1 + u * (1 - beta1)
-            tl.store(AVG + offs, u, mask=mask)
-        p = tl.load(P + offs, mask=mask).to(tl.float32)
-        p = (p + p * decay) - u
-        if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
-        tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
+    else: _apply_update(P, AVG, offs, mask, u / tl.load(DIV) * lr, beta1, decay, seed, HAS_AVG, ROUND)
 
 # %% ../../nbs/17a_adafactor.ipynb #af000011
 BM, BN = 32, 128          # a tile: 32 rows of 128 (fp32: 16 KiB of gradient), coalesced along the rows
+
+def _kernel_dtypes(p: Tensor, g: Tensor, keyed: bool) -> bool:
+    "Whether the kernels take these buffers: fp32 gradients, fp32 weights or bf16 ones with a rounding key (`keyed`)."
+    return g.dtype == torch.float32 and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and keyed))
 
 def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
     """One tensor's Adafactor update in place (`adafactor_reference_`'s arguments): a 2-D weight in three passes of Triton kernels,
@@ -82,8 +89,7 @@ def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
     p, g, avg = v["p"], v["g"], v["exp_avg"]
     for name, t in (("p", p), ("g", g), ("exp_avg", avg)):
         if t is not None and not t.is_contiguous(): raise ValueError(f"{name}: expected a contiguous view (of a flat buffer)")
-    fits = p.dim() == 2 and g.dtype == torch.float32 and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and sr_seed is not None))
-    if not fits or not use_triton(p, g): return adafactor_reference_(v, group, beta2t, sr_seed)
+    if p.dim() != 2 or not _kernel_dtypes(p, g, sr_seed is not None) or not use_triton(p, g): return adafactor_reference_(v, group, beta2t, sr_seed)
     (M, N), grid = p.shape, (triton.cdiv(p.shape[0], BM), triton.cdiv(p.shape[1], BN))
     rowp, colp = g.new_empty(grid[1], M), g.new_empty(grid[0], N)
     _sq_sums_kernel[grid](g, rowp, colp, M, N, group["eps"], BM=BM, BN=BN)
@@ -120,23 +126,15 @@ def _vectors_kernel(P, G, FULL, AVG, AT_P, AT_F, LEN, SEEDS, eps, one_minus_beta
         offs = s + tl.arange(0, BLOCK)
         m = offs < n
         u = (1.0 / tl.sqrt(tl.load(FULL + af + offs, mask=m, other=1.0))) * tl.load(G + ap + offs, mask=m, other=0.0)
-        u = u / div * lr
-        if HAS_AVG:
-            u = tl.load(AVG + ap + offs, mask=m) * beta1 + u * (1 - beta1)
-            tl.store(AVG + ap + offs, u, mask=m)
-        p = tl.load(P + ap + offs, mask=m).to(tl.float32)
-        p = (p + p * decay) - u
-        if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
-        tl.store(P + ap + offs, p.to(P.dtype.element_ty), mask=m)
+        _apply_update(P + ap, AVG + ap, offs, m, u / div * lr, beta1, decay, seed, HAS_AVG, ROUND)
 
 def adafactor_vectors_(p: Tensor, g: Tensor, full: Tensor, avg: Tensor | None, at: list, group: dict, beta2t: float,
                        seeds: list | None = None):
     """Adafactor's update of the vectors at `at` — (start in `p`, `g`, `avg`; start in `full`; length) — of flat buffers, in place,
     their second moments already multiplied by `beta2t`; `seeds`: one rounding key each (bf16 `p`). One launch; else the reference."""
-    views = lambda a, f, n: dict(p=p[a:a + n], g=g[a:a + n], full=full[f:f + n], exp_avg=None if avg is None else avg[a:a + n])
-    fits = g.dtype == torch.float32 and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and seeds is not None))
     if not at: return
-    if not fits or not use_triton(p, g, full):
+    views = lambda a, f, n: dict(p=p[a:a + n], g=g[a:a + n], full=full[f:f + n], exp_avg=None if avg is None else avg[a:a + n])
+    if not _kernel_dtypes(p, g, seeds is not None) or not use_triton(p, g, full):
         for j, (a, f, n) in enumerate(at): adafactor_reference_(views(a, f, n), group, beta2t, None if seeds is None else seeds[j])
         return
     cols = torch.tensor(at, dtype=torch.int64).t().contiguous().to(p.device)
