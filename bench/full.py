@@ -1,7 +1,8 @@
 """Layer-wise full fine-tune (issue 15): a model of real size with random weights, every weight trained, its weights,
 gradients and optimizer state in host memory (flame.layerwise.HostOptimizer), its blocks streamed to the GPU under a budget
 as `flame train --mode full` plans it (flame.policy.plan_memory). Per budget and per place the update runs (on the
-GPU, range by range, or on the host): s/step (median after warm-up) and the update's share of it, peak GPU memory, peak host RSS, the bytes moved each way, and the floor: the larger of the compute time
+GPU, range by range, or on the host): s/step (median after warm-up) and the update's share of it, peak GPU memory, peak host RSS (from the optimizer's construction on: the model's random build and packing before it are not
+a trainer's), the bytes moved each way, and the floor: the larger of the compute time
 (the same forward + recompute + backward with every block resident and no gradient leaving the GPU, measured first in the
 same run) and each direction's bytes over its bandwidth (pinned copies, timed in the same run). Prints a table, writes JSON
 (with one step's transfer/compute trace and memory timeline under the first budget, which 23_layerwise plots).
@@ -124,18 +125,20 @@ def profile_step(loss, opt) -> dict:
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter(); backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize(); wall = time.perf_counter() - t0
-    spans = {"compute": [], "h2d": [], "d2h": []}
+    spans, lanes = {"compute": [], "h2d": [], "d2h": []}, []
     for e in prof.events():
         if e.device_type != DeviceType.CUDA: continue
         kind = "h2d" if "HtoD" in e.name else "d2h" if "DtoH" in e.name else None if e.name.startswith(("Memcpy", "Memset")) else "compute"
         if kind: spans[kind].append((e.time_range.start / 1e6, e.time_range.end / 1e6))
+        if kind != "compute": lanes.append((kind or "dtod", getattr(e, "device_resource_id", -1), e.time_range.start, e.time_range.end))
     busy = {k: merged(v) for k, v in spans.items()}
     allspans = [s for v in busy.values() for s in v]
     ev = sorted((e for e in prof.key_averages() if e.self_device_time_total > 0), key=lambda e: -e.self_device_time_total)
     return {"wall_s": wall, "gpu_span_s": max(b for _, b in allspans) - min(a for a, _ in allspans),
             **{f"{k}_busy_s": sum(b - a for a, b in v) for k, v in busy.items()},
             "copies_at_once_s": overlap(busy["h2d"], busy["d2h"]), "compute_with_a_copy_s": overlap(busy["compute"], merged(busy["h2d"] + busy["d2h"])),
-            "top": [{"kernel": e.key[:100], "s": e.self_device_time_total / 1e6, "calls": e.count} for e in ev[:15]]}
+            "top": [{"kernel": e.key[:100], "s": e.self_device_time_total / 1e6, "calls": e.count} for e in ev[:15]],
+            "lanes": sorted(lanes, key=lambda l: l[2])}                  # (kind, stream, start and end µs) of every copy
 
 
 def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
@@ -155,8 +158,12 @@ def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
             "d2h_bytes": grads + (opt.moved[1] - opt0[1]) / reps}
 
 
-def peak_rss() -> int:
-    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) * 1024
+def rss(key: str = "VmHWM") -> int:
+    "This process's host memory: its peak (since the last `reset_peak_rss`), or `key`'s line of /proc/self/status."
+    return int(next(l for l in open("/proc/self/status") if l.startswith(key)).split()[1]) * 1024
+
+
+def reset_peak_rss(): open("/proc/self/clear_refs", "w").write("5")
 
 
 def budget_bytes(spec: str, m) -> int:
@@ -188,13 +195,15 @@ def main(a):
         s = time.perf_counter(); compute(); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
     res["compute_s"] = statistics.median(ts)
     print(f"compute (all resident): {res['compute_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
+    res["rss_built"] = rss()                                           # (the random model drawn, copied to the host, packed: a trainer loads a file)
+    reset_peak_rss()                                                   # the host RSS reported: from the optimizer's construction on
     opt = None
     for update in a.updates.split(","):                                # "backward": on the device, each block in its backward (clip by unit)
         if opt is not None: opt.close(); opt = None; gc.collect()
         opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype,
                             update="device" if update == "backward" else update, clip="unit" if update == "backward" else "global",
                             accumulate=update != "backward")          # (no accumulation: the blocks' gradients never reach the host)
-        res.setdefault("rss_after_optimizer", peak_rss())
+        res.setdefault("rss_after_optimizer", rss())
         for name, b in budgets:
             mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
             torch.cuda.empty_cache()
@@ -202,7 +211,7 @@ def main(a):
                    **timed_steps(m, loss, opt, a.warmup, a.reps)}
             bw = res["bandwidth"]
             row["floor_s"], row["floor_both_s"] = floors(res["compute_s"], row["h2d_bytes"], row["d2h_bytes"], bw)
-            row["ratio_to_floor"], row["ratio_to_floor_both"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], row["step_s"] / row["floor_both_s"], peak_rss()
+            row["ratio_to_floor"], row["ratio_to_floor_both"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], row["step_s"] / row["floor_both_s"], rss()
             res["budgets"].append(row)
             print(f"budget {name}, update on the {update}: {row} [{time.time() - t0:.0f}s]", flush=True)
             atomic_write(a.out, json.dumps(res, indent=1))
@@ -216,7 +225,7 @@ def main(a):
                 res["memory"] = series(tl)
             if a.profile:
                 res.setdefault("profile", {})[update] = prof = profile_step(loss, opt)
-                print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k != "top"), flush=True)
+                print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k not in ("top", "lanes")), flush=True)
                 for k in prof["top"]: print(f"  {k['s'] * 1e3:9.1f} ms {k['calls']:6d}x  {k['kernel']}")
     res["wall_s"] = time.time() - t0
     atomic_write(a.out, json.dumps(res, indent=1))

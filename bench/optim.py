@@ -51,8 +51,8 @@ def _peer(cls, **kw):
     def make(ps):
         opt = cls(ps, **kw)
         def step():                                             # what FlatOptimizer.step does around the update
-            norm = torch.nn.utils.get_total_norm([p.grad for p in ps]).item()
-            if norm > 1.0: torch.nn.utils.clip_grads_with_norm_(ps, 1.0, norm)
+            norm = torch.nn.utils.get_total_norm([p.grad for p in ps])   # (a tensor: torch 2.11's clip_grads_with_norm_ takes no float)
+            if norm.item() > 1.0: torch.nn.utils.clip_grads_with_norm_(ps, 1.0, norm)
             opt.step()
         return opt, step, lambda: storage_bytes(*[v for st in opt.state.values() for v in st.values() if isinstance(v, torch.Tensor)])
     return make

@@ -19,8 +19,8 @@ from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes',
-           'layerwise_host_bytes']
+__all__ = ['UPDATE_SCRATCH', 'KEEP_STATE', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes',
+           'backward_update_bytes', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -50,9 +50,10 @@ class HostOptimizer(torch.optim.Optimizer):
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
         self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
+        self._kept = self._keep_state() if self.update == "device" and self._same else set()   # (a small state: on the device for good)
         self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
-                        if e.cuda and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
-        self._streams = (torch.cuda.Stream(e.device), torch.cuda.Stream(e.device)) if e.cuda else None   # (copies in, copies out)
+                        if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
+        self._streams = tuple(torch.cuda.Stream(e.device) for _ in range(3)) if e.cuda else None   # (in; out of scratch; out of weights)
         self._summed = False
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
@@ -154,8 +155,10 @@ def zero_grad(self: HostOptimizer, set_to_none: bool = False):
 
 @patch
 def state_tensors(self: HostOptimizer) -> tuple:
-    "What this optimizer keeps on the device: the weights outside the streamed units (the rest is on the host), the update's scratch."
-    return tuple(self.rest) + (() if self._scratch is None else (self._scratch,))
+    """What this optimizer keeps on the device: the weights outside the streamed units (the rest is on the host), the update's scratch,
+    a small state kept there."""
+    kept = tuple(self.opt.named_state[n] for n in self._kept) if self.engine.cuda else ()
+    return tuple(self.rest) + (() if self._scratch is None else (self._scratch,)) + kept
 
 @patch
 def state_dict(self: HostOptimizer) -> dict: return self.opt.state_dict()
@@ -266,34 +269,62 @@ def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
 # %% ../nbs/23_layerwise.ipynb #lw000043
 @patch
 def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
-    """Update `ranges` of the flat buffers in scratch `sets` on the device: each copied in on one side stream (but for what `here_`
-    has on the device already: name -> (flat start, length, tensor) pieces, copied from there), scaled by `scale`, updated, copied
-    back on the other."""
+    """Update `ranges` of the flat buffers on the device. `here_`: name -> (flat start, length, tensor) pieces already there. With
+    the state kept on the device (`_keep_state`, updated where it is) a range's weights are too, when those pieces hold them back to
+    back (`_in_place`: a unit's slot or resident buffer); the rest it reads goes to scratch `sets` — copied in on one side stream (from `here_`'s pieces where it has them) and scaled
+    by `scale`. Then `_send_back`."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
-    up, down = self._streams if cuda else (None, None)
-    side, here = (lambda s: torch.cuda.stream(s) if cuda else nullcontext()), torch.cuda.current_stream(e.device) if cuda else None
+    up = self._streams[0] if cuda else None
+    here = torch.cuda.current_stream(e.device) if cuda else None
     starts = lambda pieces: [a for a, *_ in pieces]
     on_device, scaled = {n: (ps, starts(ps)) for n, ps in (here_ or {}).items()}, isinstance(scale, list) and (scale, starts(scale))
     for i, (lo, hi) in enumerate(ranges):
         host, k = opt._slices(lo, hi), i % len(sets)
-        dev = _carve(sets[k], host)
+        w = _in_place(lo, hi, *on_device["params"], host["params"].dtype) if self._kept and "params" in on_device else None
+        dev = _carve(sets[k], {n: t for n, t in host.items() if n not in self._kept and (w is None or n != "params")})
+        dev = {n: w if n == "params" and w is not None else host[n] if n in self._kept else dev[n] for n in host}   # (`_apply`'s order)
         ins = [(dev[n][a - lo:b - lo], t[a - lo:b - lo]) for n, t in host.items() if n in on_device for a, b in _gaps(lo, hi, *on_device[n])]
-        ins += [(dev[n], t) for n, t in host.items() if n not in on_device]
-        with side(up):
+        ins += [(dev[n], t) for n, t in host.items() if n not in on_device and n not in self._kept]
+        with torch.cuda.stream(up) if cuda else nullcontext():
             if (ev := self._free.get(sets[k].data_ptr())) is not None: up.wait_event(ev)   # (the set's last range is back on the host)
             for d, s in ins: d.copy_(s, non_blocking=True)
         if cuda: here.wait_stream(up)
         for name, (pieces, at) in on_device.items():
-            for src, d in _placed(dev[name], lo, pieces, at): d.copy_(src)
+            if name != "params" or w is None:
+                for src, d in _placed(dev[name], lo, pieces, at): d.copy_(src)
         if scaled: _scale_pieces(dev["grads"], lo, *scaled)
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
-        if cuda: down.wait_stream(here)
-        back = [(host[n], dev[n]) for n in host if n != "grads"] + _placed(dev["params"], lo, *self._places())
-        with side(down):
-            for d, s in back: d.copy_(s, non_blocking=True)
-            if cuda: self._free[sets[k].data_ptr()] = down.record_event()
+        back = [(host[n], dev[n]) for n in host if n != "grads" and n not in self._kept] + _placed(dev["params"], lo, *self._places())
+        self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], sets[k], w)
         self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
+
+def _in_place(lo: int, hi: int, pieces: list, starts: list, dtype) -> torch.Tensor | None:
+    """One `dtype` view of flat elements [lo, hi) when `pieces` — (flat start, length, tensor), sorted, their starts `starts` —
+    cover them back to back in one buffer, each where the view puts it (a packed unit's weights); else None."""
+    parts = list(_overlapping(lo, hi, pieces, starts))
+    if not parts: return None
+    a0, t0 = parts[0][2][0], parts[0][2][2]
+    at = lambda s, a, t: t.data_ptr() + (s - a) * t.element_size()     # the address of flat element `s` in piece (a, ..., t)
+    ok = parts[0][0] == lo and parts[-1][1] == hi and all(p[1] == q[0] for p, q in zip(parts, parts[1:])) and all(
+        t.dtype == dtype and t.untyped_storage().data_ptr() == t0.untyped_storage().data_ptr()
+        and at(s, a, t) == at(lo, a0, t0) + (s - lo) * t0.element_size() for s, _, (a, _, t) in parts)
+    return t0.as_strided((hi - lo,), (1,), t0.storage_offset() + lo - a0) if ok else None
+
+@patch
+def _send_back(self: HostOptimizer, copies: list, scratch: torch.Tensor, weights: torch.Tensor | None):
+    """Issue `copies` (destination, source) once the update is done: those out of the scratch on one side stream (the scratch is
+    free again when they are), those out of `weights` updated in place on another — which no later range waits for."""
+    if not self.engine.cuda:
+        for d, s in copies: d.copy_(s)
+        return
+    _, down, out = self._streams
+    ours = lambda s: weights is not None and s.untyped_storage().data_ptr() == weights.untyped_storage().data_ptr()
+    for stream, part in ((down, [c for c in copies if not ours(c[1])]), (out, [c for c in copies if ours(c[1])])):
+        stream.wait_stream(torch.cuda.current_stream(self.engine.device))
+        with torch.cuda.stream(stream):
+            for d, s in part: d.copy_(s, non_blocking=True)
+    self._free[scratch.data_ptr()] = down.record_event()
 
 @patch
 def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
@@ -344,6 +375,13 @@ def _scratch_size(opt: FlatOptimizer, starts: list, unit: int) -> int:
     piece = max(sum(_round(t.nbytes) for t in opt._slices(a, opt._align(a + 1)).values()) for a in starts)
     return min(_aligned(unit), _aligned(max(UPDATE_SCRATCH, 2 * piece)))
 
+KEEP_STATE = UPDATE_SCRATCH                                             # a state this small lives on the device (tests: 0, none)
+
+def _small_state(opt: FlatOptimizer) -> int:
+    "Bytes of `opt`'s state when small enough to live on the device for good (`KEEP_STATE`: Adafactor's factors at any size); else 0."
+    n = sum(t.nbytes for t in opt.named_state.values())
+    return n if n <= KEEP_STATE else 0
+
 def _meta_optimizer(model: nn.Module, optimizer: str) -> tuple:
     "`optimizer` over `model`'s trainable weights built on the meta device (it allocates nothing); each weight's (start, length) in it."
     e = getattr(model, "_flame_streaming", None)                       # (a streamed weight is unbound: its shape is the engine's)
@@ -361,7 +399,7 @@ def _largest_packed(model: nn.Module) -> int:
 def update_scratch_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
     "Device bytes of the scratch a layer-wise update of `model` by `optimizer` works in on the device (`_scratch_size`), known before streaming."
     opt, at = _meta_optimizer(model, optimizer)
-    return _scratch_size(opt, [a for a, _ in at.values()], _largest_packed(model))
+    return _scratch_size(opt, [a for a, _ in at.values()], _largest_packed(model)) + _small_state(opt)
 
 def backward_update_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
     """Device bytes that updating each unit in its backward holds: its scratch, and one unit's gradients — held until the unit's
@@ -392,6 +430,15 @@ def _plan_update(self: HostOptimizer, clip: str):
         if (span := self._span(ps := [p for p in u.params if id(p) in self.master])) is not None:
             self._spans[u.index] = (*span, ps, self._chunks(cap, *span))
             self._unit_of.update((id(p), u.index) for p in ps)
+
+@patch
+def _keep_state(self: HostOptimizer) -> set:
+    """Move a small state (`_small_state`) to the device for good; the names moved. An update then reads and writes it where it is,
+    and no copy of it waits for the streamed weights: copies one way run in the order they were queued, whatever their stream."""
+    opt, e = self.opt, self.engine
+    kept = set(opt.named_state) if _small_state(opt) else set()
+    for n in kept: opt.named_state[n] = opt.named_state[n].to(e.device)
+    return kept
 
 def _merged(spans: list) -> list:
     "Sorted (start, length) spans with the adjacent ones joined."
@@ -469,6 +516,7 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]
     self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights})
+    if self._kept and self._streams is not None: self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot)
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:

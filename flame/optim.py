@@ -235,6 +235,7 @@ class FlatAdafactor(FlatOptimizer):
         if beta1 is not None: self._add_state(exp_avg=torch.zeros_like(self.flat, dtype=torch.float32))
         self._shapes = [p.shape for p in params]
         self._at = [list(itertools.accumulate(k, initial=0)) for k in ([p.numel() for p in params], rows, cols, full)]  # where each tensor starts
+        self._tables = {}                                             # (first, end, device) -> the vectors' table and indices, there
 
 # %% ../nbs/21_optim.ipynb #1774e267
 def _views(shape, p: Tensor, g: Tensor, row: Tensor, col: Tensor, full: Tensor, avg: Tensor | None) -> dict:
@@ -259,6 +260,16 @@ def _slices(self: FlatAdafactor, lo: int, hi: int) -> dict:
     return t
 
 @patch
+def _vectors(self: FlatAdafactor, i: int, j: int, device) -> tuple[Tensor, Tensor]:
+    """The vectors among tensors i..j-1 (their second moments whole: elementwise but for the clip): (start in the range's flat
+    buffers, start in its `exp_avg_sq`, length) each, and each one's index — on `device`, made once."""
+    if (key := (i, j, device)) not in self._tables:
+        ks, at = [k for k in range(i, j) if len(self._shapes[k]) < 2], self._at
+        rows = [(at[0][k] - at[0][i], at[3][k] - at[3][i], at[0][k + 1] - at[0][k]) for k in ks]
+        self._tables[key] = (torch.tensor(rows, dtype=torch.int64, device=device).reshape(-1, 3), torch.tensor(ks, dtype=torch.int64, device=device))
+    return self._tables[key]
+
+@patch
 def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
     """Decay the range's factors with one multiply per buffer, then update its vectors in one call and each other tensor by itself
     (rounding keyed by each tensor's index)."""
@@ -266,9 +277,9 @@ def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
     for k in _FACTORS: t[k].mul_(beta2t)
     i, j, at = self._at[0].index(lo), self._at[0].index(lo + t["params"].numel()), self._at
     seed = lambda k: _sr_seed(self.seed + k, self.steps) if self.rounds else None
-    vectors = [k for k in range(i, j) if len(self._shapes[k]) < 2]      # (their second moments whole: elementwise but for the clip)
-    adafactor_vectors_(t["params"], t["grads"], t["exp_avg_sq"], t.get("exp_avg"), [(at[0][k] - at[0][i], at[3][k] - at[3][i],
-                       at[0][k + 1] - at[0][k]) for k in vectors], group, beta2t, [seed(k) for k in vectors] if self.rounds else None)
+    table, index = self._vectors(i, j, t["params"].device)
+    adafactor_vectors_(t["params"], t["grads"], t["exp_avg_sq"], t.get("exp_avg"), table, group, beta2t,
+                       _sr_seed(self.seed + index, self.steps).int() if self.rounds else None)   # (the keys made where they are used)
     for k in range(i, j):
         if len(self._shapes[k]) < 2: continue
         part = lambda name, starts: t[name][starts[k] - starts[i]:starts[k + 1] - starts[i]]

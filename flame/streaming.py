@@ -331,6 +331,7 @@ class _Engine:
         self.copier = _CudaCopier(self.device) if self.cuda else _ThreadCopier()
         self.trace, self.bytes_moved, self.loads = None, 0, 0
         self._hooks, self._ckpt, self._held, self._active = [], None, set(), set()
+        self._read_by = {}                                         # unit -> a side stream still copying out of its slot
         self._add_hooks()
         self.plan, self.grad_sink = None, None
 
@@ -493,7 +494,15 @@ def release(self: _Engine, u, backward):
     if u.index in self.resident: return
     s = self.ring.release(self.pos[u.index])
     self.freed[s] = self.copier.mark()
+    if (st := self._read_by.pop(u.index, None)) is not None:   # (a copy out of the slot on a side stream: the next load waits for it too)
+        st.wait_event(self.freed[s]); self.freed[s] = st.record_event()
     self._unbind(u)
+
+@patch
+def read_by(self: _Engine, u, stream):
+    """Work queued on CUDA `stream` so far reads unit `u`'s slot (its updated weights, copied out while the backward goes on): the
+    slot is loaded again only after it. Without a slot (resident), nothing to do."""
+    if self.cuda and u.index not in self.resident: self._read_by[u.index] = stream
 
 @patch
 def _stamp(self: _Engine, u, backward, what):

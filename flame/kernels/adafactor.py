@@ -106,11 +106,11 @@ def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
 
 # %% ../../nbs/17a_adafactor.ipynb #afv00002
 @_jit
-def _vectors_kernel(P, G, FULL, AVG, AT_P, AT_F, LEN, SEEDS, eps, one_minus_beta2t, lr, clip, beta1, decay,
+def _vectors_kernel(P, G, FULL, AVG, AT, SEEDS, eps, one_minus_beta2t, lr, clip, beta1, decay,
                     HAS_AVG: tl.constexpr, ROUND: tl.constexpr, BLOCK: tl.constexpr):
-    "Vector pid: its second moment and the squares of its update, summed; then its update, clipped by its own RMS."
+    "Vector pid (row pid of AT): its second moment and the squares of its update, summed; then its update, clipped by its own RMS."
     i = tl.program_id(0)
-    ap, af, n = tl.load(AT_P + i), tl.load(AT_F + i), tl.load(LEN + i)
+    ap, af, n = tl.load(AT + 3 * i), tl.load(AT + 3 * i + 1), tl.load(AT + 3 * i + 2)
     ssq = tl.zeros([BLOCK], dtype=tl.float32)
     for s in range(0, n, BLOCK):
         offs = s + tl.arange(0, BLOCK)
@@ -129,16 +129,19 @@ def _vectors_kernel(P, G, FULL, AVG, AT_P, AT_F, LEN, SEEDS, eps, one_minus_beta
         _apply_update(P + ap, AVG + ap, offs, m, u / div * lr, beta1, decay, seed, HAS_AVG, ROUND)
 
 def adafactor_vectors_(p: Tensor, g: Tensor, full: Tensor, avg: Tensor | None, at: list, group: dict, beta2t: float,
-                       seeds: list | None = None):
-    """Adafactor's update of the vectors at `at` — (start in `p`, `g`, `avg`; start in `full`; length) — of flat buffers, in place,
-    their second moments already multiplied by `beta2t`; `seeds`: one rounding key each (bf16 `p`). One launch; else the reference."""
-    if not at: return
+                       seeds: list | Tensor | None = None):
+    """Adafactor's update of the vectors at `at` — (start in `p`, `g`, `avg`; start in `full`; length) each — of flat buffers, in
+    place, their second moments already multiplied by `beta2t`; `seeds`: one rounding key each (bf16 `p`). One launch; else the
+    reference. `at` (an (n, 3) int64 tensor) and `seeds` (int32) may be on `p`'s device already: no copy from the host, which would
+    wait for every copy to the device queued before it (on any stream: `23_layerwise` measured it)."""
+    if not len(at): return
     views = lambda a, f, n: dict(p=p[a:a + n], g=g[a:a + n], full=full[f:f + n], exp_avg=None if avg is None else avg[a:a + n])
     if not _kernel_dtypes(p, g, seeds is not None) or not use_triton(p, g, full):
+        at, seeds = (x.tolist() if isinstance(x, Tensor) else x for x in (at, seeds))
         for j, (a, f, n) in enumerate(at): adafactor_reference_(views(a, f, n), group, beta2t, None if seeds is None else seeds[j])
         return
-    cols = torch.tensor(at, dtype=torch.int64).t().contiguous().to(p.device)
-    keys = torch.tensor(seeds or [0] * len(at), dtype=torch.int32, device=p.device)
-    _vectors_kernel[(len(at),)](p, g, full, g if avg is None else avg, cols[0], cols[1], cols[2], keys, group["eps"], 1.0 - beta2t,
+    table = at if isinstance(at, Tensor) else torch.tensor(at, dtype=torch.int64, device=p.device)
+    keys = seeds if isinstance(seeds, Tensor) else torch.tensor(seeds or [0] * len(at), dtype=torch.int32, device=p.device)
+    _vectors_kernel[(len(at),)](p, g, full, g if avg is None else avg, table, keys, group["eps"], 1.0 - beta2t,
                                 group["lr"], group["clip_threshold"], group["beta1"] or 0.0, -group["weight_decay"] * group["lr"],
                                 HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
