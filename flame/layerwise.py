@@ -50,15 +50,14 @@ class HostOptimizer(torch.optim.Optimizer):
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
         self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
-        self._kept = self._keep_state() if self.update == "device" and self._same else set()   # (a small state: on the device for good)
-        self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
-                        if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
         self._streams = tuple(torch.cuda.Stream(e.device) for _ in range(3)) if e.cuda else None   # (in; out of scratch; out of weights)
         self._summed = False
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
-        self._plan_update(clip)
+        self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
+        self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
+                        if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
         self._pinned = [t for t in self._host_grads() if e.cuda and _pin(t)]   # (page-locked: gradients copy at full speed, asynchronously)
         self.pinned = bool(self._pinned)
 
@@ -417,13 +416,14 @@ def _plan_update(self: HostOptimizer, clip: str):
     self._group_of = {id(self.params[i]): k for k, g in enumerate(groups) for i in g}
     self._sq = torch.zeros(max(len(groups), 1), device=e.device)     # (summed squares of the gradients per group, or of all)
     self._segs = {k: _merged(sorted(self._at(self.params[i]) for i in g)) for k, g in enumerate(groups)}
-    self._spans, self._unit_of, self._scratch, self._sets = {}, {}, None, None
+    self._spans, self._unit_of, self._scratch, self._sets, self._kept = {}, {}, None, None, set()
     if not (self.update == "device" and self._same): return              # (weights stream in another dtype: converted on the host)
     size = _scratch_size(opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
     self._scratch = torch.empty(size, dtype=torch.uint8, device=e.device)
     for sets in (list(self._scratch.chunk(2)), [self._scratch]):      # (halves overlap copies with updates; else the whole)
         if (whole := self._chunks(min(s.numel() for s in sets))) is not None: self._sets, self._whole = sets, whole; break
     if self._sets is None: self._scratch, self.fuses = None, False
+    else: self._kept = self._keep_state()                             # (only where the device update runs: the host's reads the host)
     if not self.fuses: return
     cap = min(s.numel() for s in self._sets)
     for u in e.units:

@@ -1081,7 +1081,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
                                                                                                  #  which each process may run a different number of)
     if isinstance(st.opt, HostOptimizer) and not run.rank:
-        log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*st.opt.opt.state_tensors()))}), "
+        log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*(t for t in st.opt.opt.state_tensors() if t.device.type == 'cpu')))}), "
             f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
             + (", each in its backward (clipped by block)" if st.opt.fuses else ""))
     return st, memory
