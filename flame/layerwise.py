@@ -270,16 +270,18 @@ def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
 def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
     """Update `ranges` of the flat buffers on the device. `here_`: name -> (flat start, length, tensor) pieces already there. With
     the state kept on the device (`_keep_state`, updated where it is) a range's weights are too, when those pieces hold them back to
-    back (`_in_place`: a unit's slot or resident buffer); the rest it reads goes to scratch `sets` — copied in on one side stream (from `here_`'s pieces where it has them) and scaled
-    by `scale`. Then `_send_back`."""
+    back (`_in_place`: a unit's slot or resident buffer); the rest it reads goes to scratch `sets` — copied in on one side stream
+    (from `here_`'s pieces where it has them) and scaled by `scale`. Then `_send_back`. Returns whether a range's weights were updated in place."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     up = self._streams[0] if cuda else None
     here = torch.cuda.current_stream(e.device) if cuda else None
     starts = lambda pieces: [a for a, *_ in pieces]
     on_device, scaled = {n: (ps, starts(ps)) for n, ps in (here_ or {}).items()}, isinstance(scale, list) and (scale, starts(scale))
+    placed = False
     for i, (lo, hi) in enumerate(ranges):
         host, k = opt._slices(lo, hi), i % len(sets)
         w = _in_place(lo, hi, *on_device["params"], host["params"].dtype) if self._kept and "params" in on_device else None
+        placed |= w is not None
         dev = _carve(sets[k], {n: t for n, t in host.items() if n not in self._kept and (w is None or n != "params")})
         dev = {n: w if n == "params" and w is not None else host[n] if n in self._kept else dev[n] for n in host}   # (`_apply`'s order)
         ins = [(dev[n][a - lo:b - lo], t[a - lo:b - lo]) for n, t in host.items() if n in on_device for a, b in _gaps(lo, hi, *on_device[n])]
@@ -297,6 +299,7 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
         back = [(host[n], dev[n]) for n in host if n != "grads" and n not in self._kept] + _placed(dev["params"], lo, *self._places())
         self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], sets[k], w)
         self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
+    return placed
 
 def _in_place(lo: int, hi: int, pieces: list, starts: list, dtype) -> torch.Tensor | None:
     """One `dtype` view of flat elements [lo, hi) when `pieces` — (flat start, length, tensor), sorted, their starts `starts` —
@@ -515,8 +518,8 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     self._begin()
     weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]
-    self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights})
-    if self._kept and self._streams is not None: self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot)
+    if self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights}) and self._streams:
+        self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:

@@ -275,10 +275,15 @@ def _inner_pages(t, size: int) -> tuple[int, int]:
     "[lo, hi): the whole `size`-byte pages that CPU tensor `t`'s bytes cover (empty if none)."
     return -(-t.data_ptr() // size) * size, (t.data_ptr() + t.numel() * t.element_size()) // size * size
 
+_MADV_DONTNEED, _MADV_HUGEPAGE = 4, 14                         # (Linux's madvise advice)
+
+def _advise(lo: int, hi: int, advice: int) -> bool:
+    "madvise(2) the pages [lo, hi) with `advice`; whether it was given (an empty range: nothing, False)."
+    return hi > lo and ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), advice) == 0
+
 def _huge_pages(t):
     "Ask for 2 MiB pages under `t`'s memory before it is first touched (MADV_HUGEPAGE; where the kernel gives none: nothing)."
-    lo, hi = _inner_pages(t, 2 << 20)
-    if hi > lo: ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 14)
+    _advise(*_inner_pages(t, 2 << 20), _MADV_HUGEPAGE)
 
 def _pin(t):
     "Page-lock `t`'s memory in place (asking for 2 MiB pages first: fewer to fault in and lock); returns whether it worked."
@@ -309,9 +314,7 @@ def page_out(t: torch.Tensor) -> int:
     flags = torch.frombuffer(bytearray(raw), dtype=torch.int64)
     file, swapped, present = (flags >> 61) & 1 == 1, (flags >> 62) & 1 == 1, flags < 0        # bits 61, 62, 63
     if not bool((file & present).any()) or bool(((present | swapped) & ~file).any()): return 0   # nothing to give, or a page to keep
-    libc = ctypes.CDLL(None, use_errno=True)
-    ok = libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 4) == 0                      # 4: MADV_DONTNEED
-    return int((file & present).sum()) * P if ok else 0
+    return int((file & present).sum()) * P if _advise(lo, hi, _MADV_DONTNEED) else 0
 
 # %% ../nbs/20_streaming.ipynb #17fc8aff
 class _Engine:
@@ -877,8 +880,7 @@ def hand_back(self: _Engine, u):
     there after this is zeros). The pool is unpinned first; without a pool (a store file), nothing to do."""
     if self.pool is None: return
     self.copier.sync(); self._unpin_pool()                     # (no copy still reads it; page-locked pages cannot be dropped)
-    lo, hi = _inner_pages(self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes], mmap.PAGESIZE)
-    if hi > lo: ctypes.CDLL(None).madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), 4)   # 4: MADV_DONTNEED
+    _advise(*_inner_pages(self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes], mmap.PAGESIZE), _MADV_DONTNEED)
 
 @patch
 def reload(self: _Engine, units):
