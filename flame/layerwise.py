@@ -380,9 +380,10 @@ def _scratch_size(opt: FlatOptimizer, starts: list, unit: int) -> int:
 KEEP_STATE = UPDATE_SCRATCH                                             # a state this small lives on the device (tests: 0, none)
 
 def _small_state(opt: FlatOptimizer) -> int:
-    "Bytes of `opt`'s state when small enough to live on the device for good (`KEEP_STATE`: Adafactor's factors at any size); else 0."
+    """Bytes of `opt`'s state when small enough to live on the device for good, else 0: at most `KEEP_STATE` and an eighth of the
+    weights' bytes — a factored state (Adafactor's), never one a parameter (AdamW's moments), so it barely raises the minimum budget."""
     n = sum(t.nbytes for t in opt.named_state.values())
-    return n if n <= KEEP_STATE else 0
+    return n if n <= min(KEEP_STATE, opt.flat.nbytes // 8) else 0
 
 def _meta_optimizer(model: nn.Module, optimizer: str) -> tuple:
     "`optimizer` over `model`'s trainable weights built on the meta device (it allocates nothing); each weight's (start, length) in it."
