@@ -132,13 +132,14 @@ def profile_step(loss, opt) -> dict:
         if kind: spans[kind].append((e.time_range.start / 1e6, e.time_range.end / 1e6))
         if kind != "compute": lanes.append((kind or "dtod", getattr(e, "device_resource_id", -1), e.time_range.start, e.time_range.end))
     busy = {k: merged(v) for k, v in spans.items()}
+    lanes += [("compute", -1, a * 1e6, b * 1e6) for a, b in merged([(a, b + 20e-6) for a, b in spans["compute"]])]   # (kernels 20 µs apart: one)
     allspans = [s for v in busy.values() for s in v]
     ev = sorted((e for e in prof.key_averages() if e.self_device_time_total > 0), key=lambda e: -e.self_device_time_total)
     return {"wall_s": wall, "gpu_span_s": max(b for _, b in allspans) - min(a for a, _ in allspans),
             **{f"{k}_busy_s": sum(b - a for a, b in v) for k, v in busy.items()},
             "copies_at_once_s": overlap(busy["h2d"], busy["d2h"]), "compute_with_a_copy_s": overlap(busy["compute"], merged(busy["h2d"] + busy["d2h"])),
             "top": [{"kernel": e.key[:100], "s": e.self_device_time_total / 1e6, "calls": e.count} for e in ev[:15]],
-            "lanes": sorted(lanes, key=lambda l: l[2])}                  # (kind, stream, start and end µs) of every copy
+            "lanes": sorted(lanes, key=lambda l: l[2])}                  # (kind, stream, start and end µs) of every copy; compute merged
 
 
 def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:

@@ -19,7 +19,7 @@ from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'KEEP_STATE', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes',
+__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes',
            'backward_update_bytes', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
@@ -370,6 +370,7 @@ def _left(self: HostOptimizer, ranges: list) -> list:
 
 # %% ../nbs/23_layerwise.ipynb #lw000048
 UPDATE_SCRATCH = 2**28                                                  # 256 MiB: halves of 128 MiB copy at full speed
+SCRATCH_SETS = 2                                                        # the scratch in this many sets, ranges in flight (4: not faster, 23)
 
 def _scratch_size(opt: FlatOptimizer, starts: list, unit: int) -> int:
     """Bytes of the scratch `opt`'s update on the device works in: 256 MiB, or two of the largest piece a range cannot split
@@ -411,7 +412,7 @@ def backward_update_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
 
 @patch
 def _plan_update(self: HostOptimizer, clip: str):
-    """Clip groups (by unit); the scratch an update on the device works in (`_sets`, halves when a piece fits one) and the ranges of
+    """Clip groups (by unit); the scratch an update on the device works in (`_sets`: `SCRATCH_SETS` of them when a piece fits one) and the ranges of
     the whole buffer that fit it (`_whole`); which units the backward may update (`_spans`)."""
     e, opt = self.engine, self.opt
     self.fuses = self.update == "device" and self._same and clips_apart(clip, opt.max_grad_norm)
@@ -424,7 +425,7 @@ def _plan_update(self: HostOptimizer, clip: str):
     if not (self.update == "device" and self._same): return              # (weights stream in another dtype: converted on the host)
     size = _scratch_size(opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
     self._scratch = torch.empty(size, dtype=torch.uint8, device=e.device)
-    for sets in (list(self._scratch.chunk(2)), [self._scratch]):      # (halves overlap copies with updates; else the whole)
+    for sets in (list(self._scratch.chunk(SCRATCH_SETS)), [self._scratch]):   # (sets overlap copies with updates; else the whole)
         if (whole := self._chunks(min(s.numel() for s in sets))) is not None: self._sets, self._whole = sets, whole; break
     if self._sets is None: self._scratch, self.fuses = None, False
     else: self._kept = self._keep_state()                             # (only where the device update runs: the host's reads the host)
