@@ -170,13 +170,15 @@ def load_state_dict(self: HostOptimizer, state_dict: dict):
 
 @patch
 def close(self: HostOptimizer):
-    "Stop collecting gradients (the engine drops streamed ones again); free the update's scratch."
+    "Stop collecting gradients (the engine drops streamed ones again); free the update's scratch; a state kept on the device goes home."
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
     for t in self._pinned: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
     self._pinned.clear(); self.pinned = False
     for t in self._locked: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
     self._locked.clear(); self._scratch = self._sets = None; self.fuses = self._armed = False
+    for n in self._kept: self.opt.named_state[n] = self.opt.named_state[n].cpu()   # (a later host step reads it there)
+    self._kept = set()
 
 # %% ../nbs/23_layerwise.ipynb #lw000041
 def _round(n: int) -> int: return -(-n // 256) * 256
@@ -355,7 +357,7 @@ def _clip_left(self: HostOptimizer):
     opt, known = self.opt, dict(self._done)                            # (a unit updated in the backward: its group index is its index)
     if opt.clip_groups is None: return opt._clip_scale(self._norm())
     if self.pinned and not self._summed: known.update((k, n) for k, n in enumerate(self._sq.sqrt().cpu()) if opt.clip_groups[k] and k not in known)
-    factors = opt._clip_groups(known, skip=self._done, scale=False)
+    factors = opt._clip_groups(known, scale=False)                     # (a unit the backward updated: for its edges, if any)
     return sorted((a, n, f) for k, f in factors.items() for a, n in self._segs[k])
 
 @patch
@@ -454,15 +456,21 @@ def _merged(spans: list) -> list:
     return out
 
 def _span_of(at: list, align: Callable) -> tuple[int, int] | None:
-    "[lo, hi) of flat (start, length) pieces `at`: when back to back, and a range may start and end there (`align`); else None."
+    """The part [lo, hi) of flat (start, length) pieces `at` that ranges may cover — from the first place a range may start at or
+    after their start (`align`) to the last at or before their end — when they lie back to back and it is not empty; else None.
+    (Edges that cut an optimizer's blocks, less than a block each — 8-bit AdamW's 256 elements — are left to `step`.)"""
     at = sorted(at)
     if not at or any(a + n != b for (a, n), (b, _) in zip(at, at[1:])): return None
-    lo, hi = at[0][0], at[-1][0] + at[-1][1]
-    return (lo, hi) if align(lo) == lo and align(hi) == hi else None
+    lo, end = align(at[0][0]), at[-1][0] + at[-1][1]
+    a, b = lo, end                                                     # the last x whose boundary is within: a binary search
+    while a < b:
+        mid = (a + b + 1) // 2
+        a, b = (mid, b) if align(mid) <= end else (a, mid - 1)
+    return (lo, align(a)) if lo < align(a) <= end else None
 
 @patch
 def _span(self: HostOptimizer, ps: list) -> tuple[int, int] | None:
-    "Where the weights `ps` lie in the flat buffers, [lo, hi), when an update may cover just them (else None)."
+    "Where in the flat buffers an update may cover just the weights `ps`, [lo, hi): all of them, or all but edges (`_span_of`)."
     return _span_of([self._at(p) for p in ps], self.opt._align)
 
 @patch
@@ -497,10 +505,22 @@ def _fuse(self: HostOptimizer, i: int, p) -> bool:
     if len(w) == len(self._spans[i][2]):
         if self._armed:
             if self.reduce is not None: self.reduce([g for _, g in w])    # (the unit's, every process's, summed: one call)
+            self._edges(i, w)
             self._update_unit(i, sorted(w, key=lambda t: t[0]))
         else: self._dropped.add(i)                                     # (not armed, not accumulating: a measurement; dropped)
         del self._waiting[i]
     return True
+
+@patch
+def _edges(self: HostOptimizer, i: int, grads: list):
+    """The parts of unit `i`'s gradients ((flat start, gradient) on the device) outside its span — edges that cut an optimizer's
+    block — to the host buffer, where `step` updates them with the unit's clip factor."""
+    lo, hi = self._spans[i][:2]
+    for a, g in grads:
+        for x, y in ((a, min(a + g.numel(), lo)), (max(a, hi), a + g.numel())):
+            if x < y: self.opt.grads.flat[x:y].copy_(g[x - a:y - a], non_blocking=self.pinned)
+    inside = lambda p: lo <= self._at(p)[0] and sum(self._at(p)) <= hi
+    self._seen.update(id(p) for p in self._spans[i][2] if not inside(p))   # (part of its gradient is on the host: zeroed as such)
 
 @patch
 def _flush(self: HostOptimizer):
@@ -516,11 +536,12 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     """Clip unit `i`'s gradient (`grads`: (flat start, gradient) on the device) to its share and update it, range by range — its
     weights read where the unit is bound now (a slot, its resident buffer: the master's very values), not copied in again."""
     lo, hi, ps, ranges = self._spans[i]
-    self._done[i] = norm = group_norm([g for _, g in grads])
+    self._done[i] = norm = group_norm([g for _, g in grads])            # (the whole unit's, edges too: its clip group)
     self._begin()
     weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]
-    if self._update_ranges(self._sets, ranges, self.opt._unit_scale(norm, hi - lo), {"grads": grads, "params": weights}) and self._streams:
+    scale = self.opt._unit_scale(norm, sum(self._at(p)[1] for p in ps))   # (its share: the whole unit's, edges too)
+    if self._update_ranges(self._sets, ranges, scale, {"grads": grads, "params": weights}) and self._streams:
         self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
@@ -534,7 +555,7 @@ def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward
     return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), nbytes(ps) + 2 * _largest_packed(model))
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
-    "Host gradient bytes of the units an update in the backward can take whole (`_span_of` the flat layout, built on meta)."
+    "Host gradient bytes of the units an update in the backward can take, all but edges (`_span_of` the flat layout, built on meta)."
     opt, at = _meta_optimizer(model, optimizer)
     spans = [_span_of([at[id(p)] for p in dict.fromkeys(u.parameters()) if id(p) in at], opt._align) for u in model.stream_units()]
     return sum(hi - lo for lo, hi in filter(None, spans)) * opt.grads.flat.element_size()
