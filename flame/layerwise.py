@@ -190,6 +190,13 @@ def _carve(buf: torch.Tensor, like: dict) -> dict:
         out[k] = buf[off:off + t.nbytes].view(t.dtype).view(t.shape); off += _round(t.nbytes)
     return out
 
+def _last(a: int, b: int, ok: Callable) -> int:
+    "The largest x in [a, b] where `ok` holds, given it holds at `a` and, once false, stays false: a binary search."
+    while a < b:
+        mid = (a + b + 1) // 2
+        a, b = (mid, b) if ok(mid) else (a, mid - 1)
+    return a
+
 @patch
 def _chunks(self: HostOptimizer, cap: int, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]] | None:
     "Ranges of elements [lo, hi) of the flat buffers, each as long as fits `cap` bytes with all its update reads (None: one does not)."
@@ -197,11 +204,8 @@ def _chunks(self: HostOptimizer, cap: int, lo: int = 0, hi: int | None = None) -
     while lo < n:
         size = lambda x: sum(_round(t.nbytes) for t in opt._slices(lo, opt._align(x)).values())
         if size(lo + 1) > cap: return None
-        a, b = lo + 1, n                                               # the longest that fits: a binary search
-        while a < b:
-            mid = (a + b + 1) // 2
-            a, b = (mid, b) if size(mid) <= cap else (a, mid - 1)
-        out.append((lo, opt._align(a))); lo = opt._align(a)
+        end = opt._align(_last(lo + 1, n, lambda x: size(x) <= cap))   # the longest that fits
+        out.append((lo, end)); lo = end
     return out
 
 @patch
@@ -462,11 +466,8 @@ def _span_of(at: list, align: Callable) -> tuple[int, int] | None:
     at = sorted(at)
     if not at or any(a + n != b for (a, n), (b, _) in zip(at, at[1:])): return None
     lo, end = align(at[0][0]), at[-1][0] + at[-1][1]
-    a, b = lo, end                                                     # the last x whose boundary is within: a binary search
-    while a < b:
-        mid = (a + b + 1) // 2
-        a, b = (mid, b) if align(mid) <= end else (a, mid - 1)
-    return (lo, align(a)) if lo < align(a) <= end else None
+    hi = align(_last(lo, end, lambda x: align(x) <= end))              # the last boundary within
+    return (lo, hi) if lo < hi <= end else None
 
 @patch
 def _span(self: HostOptimizer, ps: list) -> tuple[int, int] | None:
