@@ -58,7 +58,7 @@ def diffusers_twin(flux: Flux):
 
 
 def measure(fn, device, warmup: int, reps: int) -> dict:
-    "Median ms of `fn()` and peak allocated bytes (CUDA) over `reps` runs after `warmup`."
+    "Median ms of `fn()`, peak allocated and peak reserved GB (CUDA) over `reps` runs after `warmup`."
     cuda = device.type == "cuda"
     for _ in range(warmup): fn()
     if cuda: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
@@ -69,7 +69,8 @@ def measure(fn, device, warmup: int, reps: int) -> dict:
             s.record(); fn(); e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e))
         else:
             t0 = time.perf_counter(); fn(); times.append((time.perf_counter() - t0) * 1e3)
-    return {"ms": statistics.median(times), "peak_GB": torch.cuda.max_memory_allocated() / 1e9 if cuda else None}
+    return {"ms": statistics.median(times), "peak_GB": torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
+            "reserved_GB": torch.cuda.max_memory_reserved() / 1e9 if cuda else None}   # (what the process holds: cached blocks too)
 
 
 def parse(ap: argparse.ArgumentParser, smoke: dict, default_out: str | None = None, warmup: int = 2, reps: int = 5) -> argparse.Namespace:

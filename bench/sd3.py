@@ -108,9 +108,11 @@ def compare(r, ours, twin, calls, x, device, a, save, graphed=None):
         m = {q["impl"]: q for q in r["rows"] if q["mode"] == mode}
         if "ms" in m["FLAME"] and "ms" in m["diffusers"]: speed[mode] = m["diffusers"]["ms"] / m["FLAME"]["ms"]
     r["speedup_vs_diffusers"] = speed
-    graph = {q["mode"]: q["ms"] for q in r["rows"] if q["impl"] == "FLAME graph" and "ms" in q}
-    diff = {q["mode"]: q["ms"] for q in r["rows"] if q["impl"] == "diffusers" and "ms" in q}
-    if graph: r["graph_speedup_vs_diffusers"] = {m: diff[m] / ms for m, ms in graph.items() if m in diff}
+    graph = {q["mode"]: q for q in r["rows"] if q["impl"] == "FLAME graph" and "ms" in q}
+    diff = {q["mode"]: q for q in r["rows"] if q["impl"] == "diffusers" and "ms" in q}
+    if graph:                                                  # time and memory held (reserved, the only measure a graph has)
+        r["graph_speedup_vs_diffusers"] = {m: diff[m]["ms"] / q["ms"] for m, q in graph.items() if m in diff}
+        r["graph_reserved_vs_diffusers"] = {m: q["reserved_GB"] / diff[m]["reserved_GB"] for m, q in graph.items() if m in diff}
 
 
 def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
@@ -119,9 +121,13 @@ def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
         set_ckpt(mode == "step+checkpoint")
         gc.collect(); torch.cuda.empty_cache()
         call = graphed()                                          # captured at its first call (3 warm-up steps, then the capture)
-        same = step(call, x).item() == step(eager, x).item()
+        torch.cuda.reset_peak_memory_stats()
+        graphed_loss = step(call, x).item()
+        capture = torch.cuda.max_memory_reserved() / 1e9          # (the first step's: warm-up and capture, once)
+        same = graphed_loss == step(eager, x).item()
+        torch.cuda.empty_cache()                                  # (the eager step's cached blocks: not the graphs' to count)
         row = {"impl": "FLAME graph", "mode": mode, **measure(lambda c=call: step(c, x), device, a.warmup, a.reps), "loss_equals_eager": same}
-        row["peak_GB"] = torch.cuda.max_memory_reserved() / 1e9   # reserved: a graph's pool is not in max_memory_allocated
+        row |= {"peak_GB": row["reserved_GB"], "capture_reserved_GB": capture}   # a graph's pool is not in max_memory_allocated
         del call; gc.collect(); torch.cuda.empty_cache()          # (its graphs' memory pool goes with it)
         r["rows"].append(row); save(); print(row, flush=True)
 
@@ -213,14 +219,15 @@ def profile_size(kind, a, device, dtype) -> dict:
 def table(res):
     print(f"\n{res['device']}  {res['date']}  torch {res['torch']}  {res['dtype']}, {res['latent']}² latent "
           f"({res['img_tokens']} image + {res['txt_tokens']} text tokens), batch 1")
-    print(f"{'model':24s}{'mode':22s}{'impl':11s}{'ms':>9s}{'pred ms':>9s}{'peak GB':>9s}{'× resident':>11s}")
+    print(f"{'model':24s}{'mode':22s}{'impl':11s}{'ms':>9s}{'pred ms':>9s}{'peak GB':>9s}{'rsvd GB':>9s}{'× resident':>11s}")
     for r in res["models"].values():
         label = r["name"]
         for q in r["rows"]:
             if "ms" not in q: print(f"{label:24s}{q['mode']:22s}{q['impl']:11s}  {q['error'][:60]}"); continue
             pred = f"{q['predicted_ms']:9.1f}" if "predicted_ms" in q else " " * 9
             ratio = f"{q['ratio_to_resident']:11.2f}" if q.get("ratio_to_resident") else ""
-            print(f"{label:24s}{q['mode']:22s}{q['impl']:11s}{q['ms']:9.1f}{pred}{q['peak_GB'] or float('nan'):9.2f}{ratio}")
+            print(f"{label:24s}{q['mode']:22s}{q['impl']:11s}{q['ms']:9.1f}{pred}{q['peak_GB'] or float('nan'):9.2f}"
+                  f"{q.get('reserved_GB') or float('nan'):9.2f}{ratio}")
     for r in res["models"].values():
         if "speedup_vs_diffusers" not in r: continue
         print(f"{r['name']}: {r['params_B']:.2f}B params ({r['weights_GB']:.1f} GB); output vs diffusers max|Δ| {r['max_abs_diff']:.3g} "
@@ -228,6 +235,8 @@ def table(res):
               f"{ {k: round(v, 2) for k, v in r['speedup_vs_diffusers'].items()} }")
         if "graph_speedup_vs_diffusers" in r:
             print(f"{r['name']}: diffusers ms (eager) / FLAME graph ms {dict((k, round(v, 2)) for k, v in r['graph_speedup_vs_diffusers'].items())}")
+        if "graph_reserved_vs_diffusers" in r:
+            print(f"{r['name']}: FLAME graph reserved GB / diffusers reserved GB {dict((k, round(v, 2)) for k, v in r['graph_reserved_vs_diffusers'].items())}")
 
 
 def main():

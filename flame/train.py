@@ -718,6 +718,7 @@ class CudaGraphed:
         if sig not in self.graphs:                     # warm-up (3 steps, gradients not kept) and capture, on a side stream
             sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
             self.graphs[sig] = torch.cuda.make_graphed_callables(_Positional(self.model, keys, fixed), sample)
+            torch.cuda.empty_cache()                   # the warm-up's blocks, cached for a side stream the step never runs on
         return self.graphs[sig](*args)
 
 def graph_run(run: Run, memory: MemoryPlan, log=print):
