@@ -167,10 +167,11 @@ class SpatialTransformer(nn.Module):
         self.proj_in = nn.Linear(channels, inner)
         self.transformer_blocks = nn.ModuleList(BasicTransformerBlock(inner, heads, head_dim, context_dim) for _ in range(depth))
         self.proj_out = nn.Linear(inner, channels)
+        self.checkpointing = False                     # each transformer block recomputed on its own (set by SDXLUNet)
     def forward(self, x: Tensor, context: Tensor) -> Tensor:
         B, C, H, W = x.shape
         h = self.proj_in(self.norm(x).flatten(2).transpose(1, 2))
-        for block in self.transformer_blocks: h = block(h, context)
+        for block in self.transformer_blocks: h = checkpoint(block, h, context) if self.checkpointing else block(h, context)
         return x + self.proj_out(h).transpose(1, 2).reshape(B, C, H, W)
 
 class TimestepEmbedSequential(nn.Sequential):
@@ -366,6 +367,16 @@ def save_safetensors(self: SDXLUNet, path, layout: str = "ldm") -> Path:
     meta = {"format": "pt", "flame.sdxl": json.dumps({"head_dim": c.head_dim, "norm_groups": c.norm_groups})}
     write_safetensors(layouts[layout].write(ours), path, metadata=meta)
     return Path(path)
+
+# %% ../../nbs/33_sdxl.ipynb #sx33ck01
+def _checkpointing(self: SDXLUNet) -> bool: return self._checkpointing
+def _set_checkpointing(self: SDXLUNet, on: bool):
+    self._checkpointing = bool(on)
+    for m in self.modules():
+        if isinstance(m, SpatialTransformer): m.checkpointing = self._checkpointing
+SDXLUNet.checkpointing = property(_checkpointing, _set_checkpointing,
+                                  doc="Each unit recomputed in its backward, and inside it each transformer block on its own.")
+
 
 # %% ../../nbs/33_sdxl.ipynb #ab1d07d0
 class SDXLDenoiser(Denoiser):
