@@ -21,7 +21,7 @@ from .io import parse_size
 
 # %% ../nbs/01_autograd.ipynb #b86c79bf
 _HOOKS = ("before_forward", "after_forward", "before_recompute", "after_backward")
-_block_hooks = weakref.WeakKeyDictionary()   # module -> OrderedDict{handle id: {hook name: fn or None}}
+_ATTR = "_flame_block_hooks"                 # on the module: OrderedDict{handle id: {hook name: fn or None}}
 
 def add_block_hooks(module: nn.Module, *, before_forward=None, after_forward=None,
                     before_recompute=None, after_backward=None) -> RemovableHandle:
@@ -33,14 +33,14 @@ def add_block_hooks(module: nn.Module, *, before_forward=None, after_forward=Non
     for name, fn in hooks.items():
         if fn is not None and not callable(fn):
             raise ValueError(f"{name}: expected a callable taking the module, or None; got {type(fn).__name__}")
-    table = _block_hooks.setdefault(module, OrderedDict())
+    table = module.__dict__.setdefault(_ATTR, OrderedDict())
     handle = RemovableHandle(table)
     table[handle.id] = hooks
     return handle
 
 def _hooks(module, name):
     "The hooks called `name` registered for `module` (a list, possibly empty)."
-    table = _block_hooks.get(module) if module is not None else None
+    table = module.__dict__.get(_ATTR) if module is not None else None
     return [h[name] for h in table.values() if h[name] is not None] if table else []
 
 def _call(module, name):

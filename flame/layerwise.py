@@ -56,9 +56,10 @@ class HostOptimizer(torch.optim.Optimizer):
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
         self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
-        self._locked = [t for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
-                        if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat)) and _pin(t)]
-        self._pinned = [t for t in self._host_grads() if e.cuda and _pin(t)]   # (page-locked: gradients copy at full speed, asynchronously)
+        self._locked = [unlock for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
+                        if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat))
+                        and (unlock := _pin(t, self))]                   # (each: its unlock)
+        self._pinned = [unlock for t in self._host_grads() if e.cuda and (unlock := _pin(t, self))]   # (gradients too: full speed, asynchronous)
         self.pinned = bool(self._pinned)
 
     def _masters(self, dtype) -> dict:
@@ -173,9 +174,8 @@ def close(self: HostOptimizer):
     "Stop collecting gradients (the engine drops streamed ones again); free the update's scratch; a state kept on the device goes home."
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
-    for t in self._pinned: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+    for unlock in self._pinned + self._locked: unlock()
     self._pinned.clear(); self.pinned = False
-    for t in self._locked: torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
     self._locked.clear(); self._scratch = self._sets = None; self.fuses = self._armed = False
     for n in self._kept: self.opt.named_state[n] = self.opt.named_state[n].cpu()   # (a later host step reads it there)
     self._kept = set()

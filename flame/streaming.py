@@ -8,7 +8,7 @@ Docs: https://flame-dev.github.io/flame/streaming.html.md"""
 
 # %% ../nbs/20_streaming.ipynb #86b91e20
 from __future__ import annotations
-import ctypes, json, math, mmap, os, queue, struct, threading, time, warnings
+import ctypes, json, math, mmap, os, queue, struct, threading, time, warnings, weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,11 +285,18 @@ def _huge_pages(t):
     "Ask for 2 MiB pages under `t`'s memory before it is first touched (MADV_HUGEPAGE; where the kernel gives none: nothing)."
     _advise(*_inner_pages(t, 2 << 20), _MADV_HUGEPAGE)
 
-def _pin(t):
-    "Page-lock `t`'s memory in place (asking for 2 MiB pages first: fewer to fault in and lock); returns whether it worked."
+def _unlock(t): torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+
+def _pin(t, owner) -> weakref.finalize | None:
+    """Page-lock `t`'s memory in place (asking for 2 MiB pages first: fewer to fault in and lock). Returns the unlock, to call
+    once done — it also runs by itself when `owner` is collected, so memory is never freed while locked — or None if it failed."""
     _huge_pages(t)
-    try: return int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)) == 0 and t.is_pinned()
-    except Exception: return False
+    try: ok = int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)) == 0 and t.is_pinned()
+    except Exception: return None
+    if not ok: return None
+    unlock = weakref.finalize(owner, _unlock, t)
+    unlock.atexit = False                                 # (at exit the process's memory goes anyway, and CUDA may be gone first)
+    return unlock
 
 def _device(device):
     try: d = torch.device(device)
@@ -332,6 +339,7 @@ class _Engine:
             for p in u.params: p.data = self._empty(p.dtype)
         self._move_rest()
         self.copier = _CudaCopier(self.device) if self.cuda else _ThreadCopier()
+        weakref.finalize(self, self.copier.close)       # (an engine collected unclosed: its CPU copier thread ends too)
         self.trace, self.bytes_moved, self.loads = None, 0, 0
         self._hooks, self._ckpt, self._held, self._active = [], None, set(), set()
         self._read_by = {}                                         # unit -> a side stream still copying out of its slot
@@ -389,7 +397,7 @@ def close(self: _Engine):
 
 @patch
 def _unpin_pool(self: _Engine):
-    if self.pinned: torch.cuda.cudart().cudaHostUnregister(self.pool.data_ptr()); self.pinned = False
+    if self.pinned: self._unlock(); self.pinned = False
 
 # %% ../nbs/20_streaming.ipynb #04f692f2
 @patch
@@ -398,7 +406,8 @@ def _fill_pool(self: _Engine):
     for u in self.units:
         self.seg.append(off); off += _aligned(u.nbytes)
     self.pool = torch.empty(off, dtype=torch.uint8)
-    self.pinned = _pin(self.pool)
+    self._unlock = _pin(self.pool, self)
+    self.pinned = self._unlock is not None
     if not self.pinned:
         warnings.warn(f"stream: could not page-lock a {format_bytes(off)} host pool; using pageable memory "
                       "(host->device copies will be slower and less overlapped)", RuntimeWarning, stacklevel=4)
