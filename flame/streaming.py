@@ -397,7 +397,7 @@ def close(self: _Engine):
 
 @patch
 def _unpin_pool(self: _Engine):
-    if self.pinned: self._unlock(); self.pinned = False
+    if self.pinned: self._unlock_pool(); self.pinned = False
 
 # %% ../nbs/20_streaming.ipynb #04f692f2
 @patch
@@ -406,8 +406,8 @@ def _fill_pool(self: _Engine):
     for u in self.units:
         self.seg.append(off); off += _aligned(u.nbytes)
     self.pool = torch.empty(off, dtype=torch.uint8)
-    self._unlock = _pin(self.pool, self)
-    self.pinned = self._unlock is not None
+    self._unlock_pool = _pin(self.pool, self)
+    self.pinned = self._unlock_pool is not None
     if not self.pinned:
         warnings.warn(f"stream: could not page-lock a {format_bytes(off)} host pool; using pageable memory "
                       "(host->device copies will be slower and less overlapped)", RuntimeWarning, stacklevel=4)
