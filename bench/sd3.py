@@ -97,7 +97,10 @@ def compare(r, ours, twin, calls, x, device, a, save, graphed=None):
                 with ctx_():
                     if mode != "forward": return step(call, x)
                     with torch.no_grad(): call(x)
-            try: row = {"impl": impl, "mode": mode, **measure(fn, device, a.warmup, a.reps)}
+            base = torch.cuda.memory_allocated() / 1e9 if device.type == "cuda" else None   # (the weights, mostly)
+            try:
+                row = {"impl": impl, "mode": mode, "base_GB": base, **measure(fn, device, a.warmup, a.reps)}
+                if mode != "forward" and device.type == "cuda": row["kept_after_forward_GB"] = kept_after_forward(call, x, ctx_)
             except torch.OutOfMemoryError as e: row = {"impl": impl, "mode": mode, "error": f"OOM: {str(e)[:200]}"}
             if device.type == "cuda": torch.cuda.empty_cache()
             r["rows"].append(row); save(); print(row, flush=True)
@@ -115,6 +118,25 @@ def compare(r, ours, twin, calls, x, device, a, save, graphed=None):
         r["graph_reserved_vs_diffusers"] = {m: q["reserved_GB"] / diff[m]["reserved_GB"] for m, q in graph.items() if m in diff}
 
 
+def kept_after_forward(call, x, ctx_) -> float:
+    "GB a step's forward leaves allocated for its backward (saved activations, the output): what checkpointing trades for recompute."
+    torch.cuda.synchronize(); before = torch.cuda.memory_allocated()
+    with ctx_():
+        loss = call(x.detach().requires_grad_()).float().square().mean()
+        kept = torch.cuda.memory_allocated() - before
+        loss.backward()
+    return kept / 1e9
+
+
+def pools() -> dict:
+    "GB reserved and active in the allocator's default pool and in the private pools of CUDA graphs."
+    out = {}
+    for s in torch.cuda.memory_snapshot():
+        o = out.setdefault("default" if tuple(s["segment_pool_id"]) == (0, 0) else "private", {"reserved_GB": 0.0, "active_GB": 0.0})
+        o["reserved_GB"] += s["total_size"] / 1e9; o["active_GB"] += s["active_size"] / 1e9
+    return out
+
+
 def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
     "FLAME's step and checkpointed step captured as CUDA graphs: time, peak, and whether the loss equals the eager step's."
     for mode in MODES[1:]:
@@ -127,7 +149,8 @@ def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
         same = graphed_loss == step(eager, x).item()
         torch.cuda.empty_cache()                                  # (the eager step's cached blocks: not the graphs' to count)
         row = {"impl": "FLAME graph", "mode": mode, **measure(lambda c=call: step(c, x), device, a.warmup, a.reps), "loss_equals_eager": same}
-        row |= {"peak_GB": row["reserved_GB"], "capture_reserved_GB": capture}   # a graph's pool is not in max_memory_allocated
+        row |= {"peak_GB": row["reserved_GB"], "capture_reserved_GB": capture, "pools": pools()}   # a graph's pool is not in
+                                                                  # max_memory_allocated
         del call; gc.collect(); torch.cuda.empty_cache()          # (its graphs' memory pool goes with it)
         r["rows"].append(row); save(); print(row, flush=True)
 
@@ -235,6 +258,13 @@ def table(res):
               f"{ {k: round(v, 2) for k, v in r['speedup_vs_diffusers'].items()} }")
         if "graph_speedup_vs_diffusers" in r:
             print(f"{r['name']}: diffusers ms (eager) / FLAME graph ms {dict((k, round(v, 2)) for k, v in r['graph_speedup_vs_diffusers'].items())}")
+        for q in r["rows"]:                                    # where a checkpointed step's memory goes, over what was allocated before it
+            if q["mode"] == "step+checkpoint" and q.get("kept_after_forward_GB") is not None:
+                print(f"{r['name']} {q['impl']}: step+checkpoint peak {q['peak_GB'] - q['base_GB']:.3f} GB over the {q['base_GB']:.2f} GB "
+                      f"allocated before it; the forward kept {q['kept_after_forward_GB']:.3f} GB for the backward")
+            if q["impl"] == "FLAME graph" and "pools" in q:
+                print(f"{r['name']} FLAME graph, {q['mode']}: " + ", ".join(f"{k} pool {v['reserved_GB']:.3f} GB reserved, {v['active_GB']:.3f} active"
+                                                                       for k, v in q["pools"].items()))
         if "graph_reserved_vs_diffusers" in r:
             print(f"{r['name']}: FLAME graph reserved GB / diffusers reserved GB {dict((k, round(v, 2)) for k, v in r['graph_reserved_vs_diffusers'].items())}")
 
