@@ -206,7 +206,7 @@ class _CudaCopier:
     def span(self, ev): return (ev.start, ev)
     def seconds(self, t, t0): return t0.elapsed_time(t) / 1e3
     def sync(self): torch.cuda.synchronize(self.device)
-    def close(self): pass
+    def close(self): self.stream.synchronize()      # (copies in flight end before a collected engine's slots and pool are freed)
 
 # %% ../nbs/20_streaming.ipynb #325dece9
 class _Ring:
@@ -285,7 +285,9 @@ def _huge_pages(t):
     "Ask for 2 MiB pages under `t`'s memory before it is first touched (MADV_HUGEPAGE; where the kernel gives none: nothing)."
     _advise(*_inner_pages(t, 2 << 20), _MADV_HUGEPAGE)
 
-def _unlock(t): torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+def _unlock(t):
+    torch.cuda.synchronize()                            # (no copy from or to `t` is still in flight)
+    torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
 
 def _pin(t, owner) -> weakref.finalize | None:
     """Page-lock `t`'s memory in place (asking for 2 MiB pages first: fewer to fault in and lock). Returns the unlock, to call
@@ -339,7 +341,8 @@ class _Engine:
             for p in u.params: p.data = self._empty(p.dtype)
         self._move_rest()
         self.copier = _CudaCopier(self.device) if self.cuda else _ThreadCopier()
-        weakref.finalize(self, self.copier.close)       # (an engine collected unclosed: its CPU copier thread ends too)
+        weakref.finalize(self, self.copier.close).atexit = False   # (an engine collected unclosed: its CPU copier thread ends
+                                                                     #  too; at exit, not: the thread dies with the process)
         self.trace, self.bytes_moved, self.loads = None, 0, 0
         self._hooks, self._ckpt, self._held, self._active = [], None, set(), set()
         self._read_by = {}                                         # unit -> a side stream still copying out of its slot
