@@ -149,8 +149,8 @@ def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
         same = graphed_loss == step(eager, x).item()
         torch.cuda.empty_cache()                                  # (the eager step's cached blocks: not the graphs' to count)
         row = {"impl": "FLAME graph", "mode": mode, **measure(lambda c=call: step(c, x), device, a.warmup, a.reps), "loss_equals_eager": same}
-        row |= {"peak_GB": row["reserved_GB"], "capture_reserved_GB": capture, "pools": pools()}   # a graph's pool is not in
-                                                                  # max_memory_allocated
+        # a graph's pool is not in max_memory_allocated: its peak is what it reserved
+        row |= {"peak_GB": row["reserved_GB"], "capture_reserved_GB": capture, "pools": pools()}
         del call; gc.collect(); torch.cuda.empty_cache()          # (its graphs' memory pool goes with it)
         r["rows"].append(row); save(); print(row, flush=True)
 
