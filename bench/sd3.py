@@ -66,15 +66,34 @@ def step(call, x):
     return loss.detach()
 
 
-def against_diffusers(r, ours, inputs, device, a, save):
-    "Output difference, then forward, step, step+checkpoint of FLAME and its diffusers twin, resident; one row each."
-    x, t, y, ctx = inputs
-    twin = diffusers_twin(ours)                               # freed on return: its views would keep the blocks' device copies
+def model_and_inputs(kind, a, device, dtype):
+    "SD3 of `kind` (random weights, seed 0) and one batch: the model, the latents x, and the conditioning (t, y, context)."
+    cfg = config(kind, a.tiny)
+    torch.manual_seed(0)
+    ours = random_sd3(cfg, device, dtype)
+    x = torch.randn(1, cfg.in_channels, a.latent, a.latent, device=device, dtype=dtype)
+    t = torch.full((1,), 700.0, device=device)                 # sigma 0.7 on the MMDiT's (and diffusers') timestep scale
+    y = torch.randn(1, cfg.pooled_dim, device=device, dtype=dtype)
+    ctx = torch.randn(1, a.txt, cfg.context_in_dim, device=device, dtype=dtype)
+    return ours, x, (t, y, ctx)
+
+
+def calls_of(ours, twin, cond):
+    """impl -> x -> output, FLAME's `ours` and diffusers' `twin` under conditioning `cond` = (t, y, context); and
+    () -> the same call of `ours` as CUDA graphs (flame train --cuda-graph), captured at its first call."""
+    t, y, ctx = cond
     calls = {"FLAME": lambda x: ours(x, t, y=y, context=ctx),
              "diffusers": lambda x: twin(hidden_states=x, encoder_hidden_states=ctx, pooled_projections=y, timestep=t, return_dict=False)[0]}
     def graphed():
         g = CudaGraphed(ours)
         return lambda x: g(x, t, y=y, context=ctx)
+    return calls, graphed
+
+
+def against_diffusers(r, ours, x, cond, device, a, save):
+    "Output difference, then forward, step, step+checkpoint of FLAME and its diffusers twin, resident; one row each."
+    twin = diffusers_twin(ours)                               # freed on return: its views would keep the blocks' device copies
+    calls, graphed = calls_of(ours, twin, cond)
     compare(r, ours, twin, calls, x, device, a, save, graphed)
 
 
@@ -189,22 +208,18 @@ def streamed_row(r, ours, call, x, budget, device, a, save):
 def bench_size(kind, a, device, dtype, save) -> dict:
     "Every row for one model size (its weights are freed when this returns)."
     cfg = config(kind, a.tiny)
-    torch.manual_seed(0)
     t0 = time.perf_counter()
-    ours = random_sd3(cfg, device, dtype)
+    ours, x, cond = model_and_inputs(kind, a, device, dtype)
     units = [sum(p.numel() * p.element_size() for p in u.parameters()) for u in ours.stream_units()]
     r = {"name": NAMES[kind] + (" (tiny)" if a.tiny else ""), "depth": cfg.depth, "hidden": cfg.hidden, "heads": cfg.num_heads,
          "mmditx_blocks": len(cfg.x_block_self_attn_layers), "params_B": sum(p.numel() for p in ours.parameters()) / 1e9,
          "weights_GB": sum(p.numel() * p.element_size() for p in ours.parameters()) / 1e9, "blocks_GB": sum(units) / 1e9,
          "largest_block_GB": max(units) / 1e9, "build_s": time.perf_counter() - t0, "rows": []}
     save(kind, r)
-    x = torch.randn(1, cfg.in_channels, a.latent, a.latent, device=device, dtype=dtype)
-    t = torch.full((1,), 700.0, device=device)                 # sigma 0.7 on the MMDiT's (and diffusers') timestep scale
-    y = torch.randn(1, cfg.pooled_dim, device=device, dtype=dtype)
-    ctx = torch.randn(1, a.txt, cfg.context_in_dim, device=device, dtype=dtype)
-    against_diffusers(r, ours, (x, t, y, ctx), device, a, lambda: save(kind, r))
+    against_diffusers(r, ours, x, cond, device, a, lambda: save(kind, r))
     gc.collect()
     if device.type == "cuda": torch.cuda.empty_cache()
+    t, y, ctx = cond
     streamed_row(r, ours, lambda x: ours(x, t, y=y, context=ctx), x, getattr(a, f"{kind}_budget"), device, a, lambda: save(kind, r))
     return r
 
@@ -212,16 +227,10 @@ def bench_size(kind, a, device, dtype, save) -> dict:
 def profile_size(kind, a, device, dtype) -> dict:
     "The GPU kernels of one LoRA-like step, FLAME and diffusers (same weights): the top 25 by self time, and the total."
     from torch.profiler import ProfilerActivity, profile
-    cfg = config(kind, a.tiny)
-    torch.manual_seed(0)
-    ours = random_sd3(cfg, device, dtype)
-    x = torch.randn(1, cfg.in_channels, a.latent, a.latent, device=device, dtype=dtype)
-    t, y = torch.full((1,), 700.0, device=device), torch.randn(1, cfg.pooled_dim, device=device, dtype=dtype)
-    ctx = torch.randn(1, a.txt, cfg.context_in_dim, device=device, dtype=dtype)
+    ours, x, cond = model_and_inputs(kind, a, device, dtype)
     twin = diffusers_twin(ours)
-    calls = {"FLAME": (lambda x: ours(x, t, y=y, context=ctx), contextlib.nullcontext),
-             "diffusers": (lambda x: twin(hidden_states=x, encoder_hidden_states=ctx, pooled_projections=y, timestep=t,
-                                          return_dict=False)[0], lambda: diffusers_sdpa(device))}
+    impls, _ = calls_of(ours, twin, cond)
+    calls = {"FLAME": (impls["FLAME"], contextlib.nullcontext), "diffusers": (impls["diffusers"], lambda: diffusers_sdpa(device))}
     out = {"name": NAMES[kind], "what": "one LoRA-like step (no checkpointing), CUDA kernels by self time; wall and CPU launch time of another"}
     for impl, (call, ctx_) in calls.items():
         with ctx_():

@@ -58,37 +58,49 @@ def unit_gain(model: torch.nn.Module, device, dtype) -> torch.nn.Module:
     return model.requires_grad_(False).eval()
 
 
-def against_diffusers(r, ours, inputs, device, a, save):
-    "bench/sd3.py's rows (output difference; forward, step, step+checkpoint of each) for `ours` and its diffusers twin."
-    x, t, ctx, pooled, micro, y = inputs
-    twin = diffusers_twin(ours)                               # freed on return: its views would keep the weights alive
-    calls = {"FLAME": lambda x: ours(x, t, context=ctx, y=y),
-             "diffusers": lambda x: twin(x, t, encoder_hidden_states=ctx, added_cond_kwargs={"text_embeds": pooled, "time_ids": micro}).sample}
-    def graphed():
-        g = CudaGraphed(ours)
-        return lambda x: g(x, t, context=ctx, y=y)
-    compare(r, ours, twin, calls, x, device, a, save, graphed)
-
-
-def bench(a, device, dtype, save) -> dict:
+def model_and_inputs(a, device, dtype):
+    "The UNet (random, unit gain, seed 0) and one batch: the model, the latents x, and the conditioning (t, context, pooled, micro, y)."
     cfg = SDXLConfig.tiny() if a.tiny else SDXLConfig.base()
     torch.manual_seed(0)
-    t0 = time.perf_counter()
     with torch.device("meta"): ours = SDXLUNet(cfg)
     ours = unit_gain(ours, device, dtype)
-    units = [sum(p.numel() * p.element_size() for p in u.parameters()) for u in ours.stream_units()]
-    r = {"name": "SDXL" + (" (tiny)" if a.tiny else ""), "params_B": sum(p.numel() for p in ours.parameters()) / 1e9,
-         "weights_GB": sum(p.numel() * p.element_size() for p in ours.parameters()) / 1e9, "largest_block_GB": max(units) / 1e9,
-         "build_s": time.perf_counter() - t0, "rows": []}
     x = torch.randn(1, 4, a.latent, a.latent, device=device, dtype=dtype)
     t = torch.full((1,), 700.0, device=device)
     ctx = torch.randn(1, 77, cfg.context_dim, device=device, dtype=dtype)
     pooled = torch.randn(1, cfg.adm_in_channels - 6 * 256, device=device, dtype=dtype)
     micro = micro_conditioning((8 * a.latent, 8 * a.latent), batch=1).to(device, dtype)
-    y = adm_vector(pooled, micro).to(dtype)
-    against_diffusers(r, ours, (x, t, ctx, pooled, micro, y), device, a, lambda: save(r))
+    return ours, x, (t, ctx, pooled, micro, adm_vector(pooled, micro).to(dtype))
+
+
+def calls_of(ours, twin, cond):
+    "As bench/sd3.py's `calls_of`, for the UNet: impl -> x -> output, and () -> FLAME's call as CUDA graphs."
+    t, ctx, pooled, micro, y = cond
+    calls = {"FLAME": lambda x: ours(x, t, context=ctx, y=y),
+             "diffusers": lambda x: twin(x, t, encoder_hidden_states=ctx, added_cond_kwargs={"text_embeds": pooled, "time_ids": micro}).sample}
+    def graphed():
+        g = CudaGraphed(ours)
+        return lambda x: g(x, t, context=ctx, y=y)
+    return calls, graphed
+
+
+def against_diffusers(r, ours, x, cond, device, a, save):
+    "bench/sd3.py's rows (output difference; forward, step, step+checkpoint of each) for `ours` and its diffusers twin."
+    twin = diffusers_twin(ours)                               # freed on return: its views would keep the weights alive
+    calls, graphed = calls_of(ours, twin, cond)
+    compare(r, ours, twin, calls, x, device, a, save, graphed)
+
+
+def bench(a, device, dtype, save) -> dict:
+    t0 = time.perf_counter()
+    ours, x, cond = model_and_inputs(a, device, dtype)
+    units = [sum(p.numel() * p.element_size() for p in u.parameters()) for u in ours.stream_units()]
+    r = {"name": "SDXL" + (" (tiny)" if a.tiny else ""), "params_B": sum(p.numel() for p in ours.parameters()) / 1e9,
+         "weights_GB": sum(p.numel() * p.element_size() for p in ours.parameters()) / 1e9, "largest_block_GB": max(units) / 1e9,
+         "build_s": time.perf_counter() - t0, "rows": []}
+    against_diffusers(r, ours, x, cond, device, a, lambda: save(r))
     gc.collect()
     if device.type == "cuda": torch.cuda.empty_cache()
+    t, ctx, _, _, y = cond
     streamed_row(r, ours, lambda x: ours(x, t, context=ctx, y=y), x, a.budget, device, a, lambda: save(r))
     return r
 
