@@ -16,6 +16,7 @@ import argparse, collections, contextlib, datetime, gc, json, time
 import torch
 from flux import diffusers_sdpa, parse
 import sd3, sdxl
+from sd3 import step
 from flame.io import atomic_write
 
 SMOKE = dict(tiny=True, latent=16, txt=12)
@@ -61,11 +62,6 @@ def recorded():
         torch.cuda.synchronize(); out.append(torch.cuda.memory._snapshot()); torch.cuda.memory._record_memory_history(enabled=None)
 
 
-def step(call, x):
-    loss = call(x.detach().requires_grad_()).float().square().mean()
-    loss.backward()
-
-
 def measure_model(kind, a, device, dtype) -> dict:
     ours, twin, x, calls, graphed = build(kind, a, device, dtype)
     r = {"name": "SDXL" if kind == "sdxl" else sd3.NAMES[kind], "rows": {}}
@@ -78,7 +74,7 @@ def measure_model(kind, a, device, dtype) -> dict:
         with ctx(), recorded() as snap: step(call, x)
         r["rows"][f"{impl} eager"] = {**replay(snap[0], False), "base_GB": base / 1e9, "max_allocated_GB": torch.cuda.max_memory_allocated() / 1e9,
                                       "max_reserved_GB": torch.cuda.max_memory_reserved() / 1e9}
-    del calls, twin; gc.collect(); torch.cuda.empty_cache()
+    del calls, call, twin; gc.collect(); torch.cuda.empty_cache()   # (the diffusers twin: views, but buffers of its own)
     call = graphed()
     torch.cuda.reset_peak_memory_stats()
     with recorded() as snap: step(call, x)                    # the first call: warm-up and capture
