@@ -160,13 +160,13 @@ def graph_rows(r, eager, graphed, set_ckpt, x, device, a, save):
     "FLAME's step and checkpointed step captured as CUDA graphs: time, peak, and whether the loss equals the eager step's."
     for mode in MODES[1:]:
         set_ckpt(mode == "step+checkpoint")
+        eager_loss = step(eager, x).item()                        # before the capture, which frees the eager steps' cuBLAS workspaces
         gc.collect(); torch.cuda.empty_cache()
         call = graphed()                                          # captured at its first call (3 warm-up steps, then the capture)
         torch.cuda.reset_peak_memory_stats()
-        graphed_loss = step(call, x).item()
+        same = step(call, x).item() == eager_loss
         capture = torch.cuda.max_memory_reserved() / 1e9          # (the first step's: warm-up and capture, once)
-        same = graphed_loss == step(eager, x).item()
-        torch.cuda.empty_cache()                                  # (the eager step's cached blocks: not the graphs' to count)
+        torch.cuda.empty_cache()
         row = {"impl": "FLAME graph", "mode": mode, **measure(lambda c=call: step(c, x), device, a.warmup, a.reps), "loss_equals_eager": same}
         # a graph's pool is not in max_memory_allocated: its peak is what it reserved
         row |= {"peak_GB": row["reserved_GB"], "capture_reserved_GB": capture, "pools": pools()}

@@ -8,7 +8,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 
 # %% ../nbs/70_train.ipynb #22161870
 from __future__ import annotations
-import csv, fcntl, gc, io, json, math, os, shutil, signal, time
+import csv, fcntl, gc, io, json, math, os, shutil, signal, time, weakref
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field, replace
 from typing import NamedTuple
@@ -706,19 +706,37 @@ class _Positional(nn.Module):
         super().__init__(); self.model, self.keys, self.fixed = model, keys, fixed
     def forward(self, x, t, *tensors): return self.model(x, t, **dict(zip(self.keys, tensors)), **self.fixed)
 
+def _capture_stream() -> torch.cuda.Stream:
+    "The stream `torch.cuda.graph` captures on when given none (made here if no capture has run yet)."
+    if torch.cuda.graph.default_capture_stream is None: torch.cuda.graph.default_capture_stream = torch.cuda.Stream()
+    return torch.cuda.graph.default_capture_stream
+
+def _warm_up(fn: nn.Module, sample: tuple, steps: int = 3):
+    "`make_graphed_callables`' warm-up (forward and backward, gradients not kept), on the stream its captures will run on."
+    s, inputs = _capture_stream(), [a for a in (*sample, *fn.parameters()) if a.requires_grad]
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(steps):
+            if (out := fn(*sample)).requires_grad: torch.autograd.grad(out, inputs, torch.empty_like(out))
+    torch.cuda.synchronize()
+
+_GRAPHED = weakref.WeakSet()                           # every CudaGraphed alive, to know whether any graph is
+
 class CudaGraphed:
     "`model` (a `DiffusionModel` on a GPU) whose calls replay CUDA graphs of its forward and backward, one pair per input signature."
-    def __init__(self, model): self.model, self.graphs = model, {}
+    def __init__(self, model): self.model, self.graphs = model, {}; _GRAPHED.add(self)
     def __getattr__(self, name): return getattr(self.__dict__["model"], name)   # schedule, condition, …: the model's
     def __call__(self, x: Tensor, t: Tensor, **cond) -> Tensor:
         keys = tuple(k for k, v in cond.items() if isinstance(v, Tensor))
         fixed = {k: v for k, v in cond.items() if k not in keys}
         args = (x, t, *(cond[k] for k in keys))
         sig = (keys, repr(fixed), tuple((a.shape, a.dtype, a.requires_grad) for a in args))
-        if sig not in self.graphs:                     # warm-up (3 steps, gradients not kept) and capture, on a side stream
-            sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
-            self.graphs[sig] = torch.cuda.make_graphed_callables(_Positional(self.model, keys, fixed), sample)
-            torch.cuda.empty_cache()                   # the warm-up's blocks, cached for a side stream the step never runs on
+        if sig not in self.graphs:
+            fn, sample = _Positional(self.model, keys, fixed), tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+            if not any(g.graphs for g in _GRAPHED): torch._C._cuda_clearCublasWorkspaces()   # the eager steps': no graph uses them
+            _warm_up(fn, sample)
+            self.graphs[sig] = torch.cuda.make_graphed_callables(fn, sample, num_warmup_iters=0)
+            torch.cuda.empty_cache()                   # the warm-up's cached blocks (the graphs' private pool stays)
         return self.graphs[sig](*args)
 
 def graph_run(run: Run, memory: MemoryPlan, log=print):
