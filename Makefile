@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.flame-installed
 
-.PHONY: install demo test check-clean lint nbtest pytest docs browser wheels test-gpu test-gpu-setup test-gpu-nbs test-gpu-bench test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4
+.PHONY: install demo test check-clean lint nbtest pytest docs browser wheels test-gpu test-gpu-setup test-gpu-nbs test-gpu-bench test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4 test-gpu-all
 
 # On a CPU machine `torch==2.13.0` resolves to the local CPU build; an unpinned torch would pull
 # gigabytes of CUDA wheels, so torch is installed first, pinned, and only if the venv lacks one.
@@ -79,6 +79,7 @@ wheels:
 # `make test-gpu` runs all of it in one command (well over 10 minutes on an H100). A lent GPU machine runs one command for at
 # most 10 minutes, so the suite also runs as four commands of parallel lanes, `make test-gpu-1`, `-2`, `-3`, then `-4`
 # (.ci/gpu-lanes says which lane holds what; H100, 2026-11-26: parts 1, 3 and 4 took 322, 184 and 274 s).
+# On a machine of four GPUs or more, `make test-gpu-all` runs the four parts at once, one GPU each (about 9 minutes on four H100s).
 # NBS='regex' runs some notebooks, BENCHES="bench/a.py ..." some benchmarks. Cells slower than 20 s are named in the log.
 GPU_WORKERS ?= 6
 NBS ?= .
@@ -108,5 +109,5 @@ test-gpu-bench: test-gpu-setup
 test-gpu: test-gpu-nbs test-gpu-bench
 	@echo "test-gpu: passed"
 
-test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4: test-gpu-setup
+test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4 test-gpu-all: test-gpu-setup
 	bash .ci/gpu-lanes $(subst test-gpu-,,$@)
