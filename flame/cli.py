@@ -16,7 +16,7 @@ __all__ = ['parser', 'main']
 # %% ../nbs/72_cli.ipynb #6c2b420d
 _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, zero_terminal_snr=False, min_snr_gamma=None,
                  offset_noise=0.0, steps=400, rank=8,
-                 alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, optimizer="adamw", base_dtype="bf16", weights_dtype="fp32", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
+                 alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, text_encoder_lr=None, optimizer="adamw", base_dtype="bf16", weights_dtype="fp32", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, clip="global", guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
                  caption_dropout=0.0, device="auto", nproc=1, bucket_mb=25.0, progress=True, cuda_graph=False)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
@@ -99,6 +99,8 @@ def _training(p, D):
                    "k×k kernels at this rank, as kohya's conv_dim (default: off)")
     g.add_argument("--conv-alpha", type=float, metavar="A", help="alpha of the LoCon convolutions (default: the conv rank)")
     g.add_argument("--lr", type=float, help=f"learning rate (default: {D['lr']})")
+    g.add_argument("--text-encoder-lr", type=float, metavar="LR", help="also train the text encoders' LoRA (sdxl: CLIP-L and bigG, "
+                   "lora_te1_/lora_te2_), at this learning rate (default: they stay frozen)")
     g.add_argument("--optimizer", choices=("adamw", "adamw-bf16", "adamw8bit", "adafactor"), help="adamw; adamw-bf16: its moments in bf16 (4 instead "
                    "of 8 bytes per trained parameter); adamw8bit: its moments in 8 bits (2 instead of 8 bytes "
                    "per trained parameter); adafactor: factored second moments, no first. Flux-dev full fine-tune, 12 GB, --clip unit "

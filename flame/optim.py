@@ -53,6 +53,7 @@ class FlatOptimizer(torch.optim.Optimizer):
         self.grads = GradBuffer(params)                                # fp32: bf16 parameters' gradients are folded in
         self.max_grad_norm, self.steps, self.grad_norm, self.seed = max_grad_norm, 0, 0.0, seed
         self.clip_groups = None                                         # (None: clip by the global norm; see `clip_by`)
+        self.lr_cuts = []                                               # (offset, lr): from there on, that learning rate (`lr_from`)
 
     @property
     def rounds(self) -> bool: return self.flat.dtype == torch.bfloat16   # bf16 weights: each update stochastically rounded
@@ -103,14 +104,28 @@ def _step_ranges(self: FlatOptimizer) -> list[tuple[int, int]]:
     return out
 
 @patch
+def _cut(self: FlatOptimizer, ranges):
+    "`ranges` split where the learning rate changes."
+    for lo, hi in ranges:
+        for at, _ in self.lr_cuts:
+            if lo < at < hi: yield lo, at; lo = at
+        yield lo, hi
+
+@patch
+def _group_at(self: FlatOptimizer, lo: int) -> dict:
+    "The settings of a range starting at `lo`: the group's, with the learning rate of the last cut at or before it."
+    lr = next((lr for at, lr in reversed(self.lr_cuts) if at <= lo), None)
+    return self.param_groups[0] if lr is None else {**self.param_groups[0], "lr": lr}
+
+@patch
 @torch.no_grad()
 def step(self: FlatOptimizer, closure=None):
     """Clip the gradients to `max_grad_norm` (by the global norm, or each of `clip_groups` to its share; `grad_norm` keeps the norm
-    before clipping), then update `flat` (`_step_ranges`)."""
+    before clipping), then update `flat` (`_step_ranges`, cut where `lr_from` changes the learning rate)."""
     if self.clip_groups is not None: self._clip_groups()
     elif (s := self._clip_scale(self.grads.flat.norm().item())) is not None: self.grads.flat.mul_(s)
     self.steps += 1
-    for lo, hi in self._step_ranges(): self._apply(self.param_groups[0], self._slices(lo, hi), lo)
+    for lo, hi in self._cut(self._step_ranges()): self._apply(self._group_at(lo), self._slices(lo, hi), lo)
 
 # %% ../nbs/21_optim.ipynb #cg21a002
 def group_norm(grads) -> Tensor:
@@ -196,6 +211,16 @@ class FlatAdamW(FlatOptimizer):
     def _apply(self, g, t, lo):                                        # (rounding noise keyed by where the range starts)
         adamw_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
                stochastic_rounding=self.rounds, seed=self.seed + lo)
+
+# %% ../nbs/21_optim.ipynb #38e23fb9
+@patch
+def lr_from(self: FlatOptimizer, offset: int, lr: float):
+    "Update the elements from `offset` on at `lr` (a range may have to end there: `_align`); a later cut overrides it from its own offset."
+    if not (isinstance(lr, (int, float)) and lr >= 0): raise ValueError(f"lr: expected a number >= 0, got {lr!r}")
+    if not 0 < offset < self.flat.numel() or self._align(offset) != offset:
+        raise ValueError(f"offset: expected a place inside the buffer ({self.flat.numel()} elements) where a step's range may end "
+                         f"(the next is {self._align(min(max(offset, 1), self.flat.numel()))}), got {offset}")
+    self.lr_cuts = sorted([c for c in self.lr_cuts if c[0] != offset] + [(offset, lr)])
 
 # %% ../nbs/21_optim.ipynb #79b078e4
 class FlatAdamW8bit(FlatOptimizer):

@@ -32,15 +32,15 @@ from .diffusion import diffusion_loss, sample, training_noise, training_timestep
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
 
 # %% auto #0
-__all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'lock_path', 'check_unlocked', 'run_lock', 'disk_need',
-           'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'check_host', 'start_partial',
-           'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise', 'text_on', 'setup', 'TrainState',
-           'start_state', 'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed',
-           'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics',
-           'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
-           'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
-           'check_step_memory', 'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store',
-           'RankFailed', 'launch', 'train']
+__all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'text_offset', 'check_text_cut', 'text_to', 'lock_path',
+           'check_unlocked', 'run_lock', 'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts',
+           'texts_cached', 'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward',
+           'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
+           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
+           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
+           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
+           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -67,6 +67,7 @@ class TrainConfig:
     conv_rank: int | None = None         # LoCon (kohya's conv_dim): also the network's convolution layers, k×k kernels at this rank; None: off
     conv_alpha: float | None = None      # None: conv_alpha = conv_rank
     lr: float = 3e-3
+    text_encoder_lr: float | None = None # also train the text encoders' LoRA (sdxl: CLIP-L and bigG), at this learning rate; None: frozen
     optimizer: str = "adamw"             # adamw | adamw-bf16 (bf16 moments: 4 bytes/parameter) | adamw8bit (moments in 8 bits: 2) | adafactor (factored second moment)
     base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
     weights_dtype: str = "fp32"          # fp32 | bf16: a full fine-tune's weights (bf16: half the bytes, updates stochastically rounded)
@@ -120,6 +121,14 @@ def default_output(data: str | None, now: float | None = None) -> str:
     if data is None: return "runs/demo"
     return f"runs/{Path(data).resolve().name or 'data'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
 
+def _check_text_lr(c: TrainConfig):
+    "text_encoder_lr: None, or a positive learning rate for a LoRA run written in kohya's format (its lora_te1_, lora_te2_ keys)."
+    v = c.text_encoder_lr
+    if v is None: return
+    if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v < float("inf")): _bad(c, "text_encoder_lr", "a positive number or None")
+    if c.mode == "full": _bad(c, "text_encoder_lr", "None with mode='full' (the text encoders train as a LoRA beside the network's)")
+    if c.format == "diffusers": _bad(c, "text_encoder_lr", "None with format='diffusers' (the text encoders' LoRA is written in kohya's format: lora_te1_, lora_te2_)")
+
 def _validate(self: TrainConfig):
     if self.output is None: self.output = default_output(self.data)
     if self.model not in FAMILIES: _bad(self, "model", f"one of {list(FAMILIES)}")
@@ -127,6 +136,7 @@ def _validate(self: TrainConfig):
         if getattr(self, name) not in ok: _bad(self, name, " or ".join(map(repr, ok)))
     _check_ints(self)
     if not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")): _bad(self, "lr", "a positive number")
+    _check_text_lr(self)
     if self.alpha is not None and not self.alpha > 0: _bad(self, "alpha", "a positive number or None")
     if self.conv_rank is not None and (not isinstance(self.conv_rank, int) or isinstance(self.conv_rank, bool) or self.conv_rank < 1): _bad(self, "conv_rank", "an int >= 1 or None")
     if self.conv_alpha is not None and (self.conv_rank is None or not self.conv_alpha > 0): _bad(self, "conv_alpha", "a positive number, with conv_rank")
@@ -214,21 +224,29 @@ class Run:
     rank: int = 0                        # this process's rank among `world` (torch.distributed); only rank 0 writes
     world: int = 1
     graphed: object = None               # the model as CUDA graphs (`CudaGraphed`), once the plan allows it
+    trained: nn.Module | None = None     # what the optimizer trains and the LoRA file holds: the network, or with it the text encoders
 
-    def __post_init__(self): self.final = self.final or self.out
+    def __post_init__(self):
+        self.final = self.final or self.out
+        if self.trained is None: self.trained = getattr(self.model, "net", None)
 
 _WEIGHTS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 def _autocast(run) -> bool: return run.device.type == "cuda" or run.config.weights_dtype == "bf16"   # bf16 compute (bf16 weights: on the CPU too)
 
-def _adapt(c: TrainConfig, model: DiffusionModel):
-    "Put the run's LoRA on the network (its init a function of the seed), or unfreeze it all (fp32 or bf16 weights) for a full fine-tune."
-    if c.mode == "full": model.net.to(_WEIGHTS[c.weights_dtype]).requires_grad_(True); return
+def _adapt(c: TrainConfig, model: DiffusionModel, fam: Family, text) -> nn.Module:
+    """Put the run's LoRA on the network (with `text_encoder_lr`, on the family's `text_lora` set: the text encoders too), its init
+    a function of the seed; or unfreeze the network (fp32 or bf16 weights) for a full fine-tune. Returns what trains."""
+    if c.mode == "full": model.net.to(_WEIGHTS[c.weights_dtype]).requires_grad_(True); return model.net
     if c.conv_rank is not None and getattr(model.net, "lora_conv_targets", None) is None:
         raise ValueError(f"conv_rank: --model {c.model} has no convolution layers for LoCon (--conv-rank is for sdxl)")
+    if c.text_encoder_lr is not None and (fam.text_lora is None or not getattr(text, "networks", None)):
+        raise ValueError(f"text_encoder_lr: --model {c.model} cannot train its text encoders' LoRA (--text-encoder-lr is for sdxl)")
+    trained = model.net if c.text_encoder_lr is None else fam.text_lora(model.net, text)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_seed("lora", c.seed) % 2**31)
-        add_lora(model.net, rank=c.rank, alpha=c.alpha, dtype=torch.float32, conv_rank=c.conv_rank, conv_alpha=c.conv_alpha)
+        add_lora(trained, rank=c.rank, alpha=c.alpha, dtype=torch.float32, conv_rank=c.conv_rank, conv_alpha=c.conv_alpha)
+    return trained
 
 def _data(c: TrainConfig, fam: Family, data):
     if data is not None: return data
@@ -309,6 +327,31 @@ def _save_checkpoint(path: Path, opt: FlatOptimizer, ema: Tensor | None, history
                "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
     if ema is not None: tensors["ema"] = ema
     write_safetensors(tensors, path, metadata={"flame.train": json.dumps(meta)})   # a tensor at a time, atomically: no second copy of the state
+
+# %% ../nbs/70_train.ipynb #4e71ba3f
+def text_offset(trained: nn.Module, net: nn.Module) -> int:
+    "Where the text encoders' trainable elements start in the optimizer's buffer: after the network's, which `text_lora` sets list first."
+    own, n = {id(p) for p in net.parameters()}, 0
+    for _, p in _trainable(trained):
+        if id(p) not in own: return n
+        n += p.numel()
+    return n
+
+def check_text_cut(c: TrainConfig, trained: nn.Module, net: nn.Module):
+    """With a `text_encoder_lr` other than `lr`: can the optimizer switch learning rate where the text encoders' LoRA starts?
+    Tried on a stand-in of it on the meta device, before anything is written."""
+    if c.text_encoder_lr is None or c.text_encoder_lr == c.lr: return
+    params = [p for _, p in _trainable(trained)]
+    ghost = make_optimizer(c.optimizer, [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in params], lr=c.lr)
+    try: ghost.lr_from(text_offset(trained, net), c.text_encoder_lr)
+    except ValueError as err:
+        raise ValueError(f"text_encoder_lr: {c.optimizer} cannot switch learning rate where the text encoders' LoRA starts ({err}); "
+                         "pass --text-encoder-lr equal to --lr, another --rank, or --optimizer adafactor") from None
+
+def text_to(text, device: torch.device):
+    "The text encoder's networks on `device`, where it encodes from now on."
+    for n in text.networks: n.to(device)
+    text.device = device
 
 # %% ../nbs/70_train.ipynb #a6edd8b0
 def _finished(out: Path) -> str | None:
@@ -558,7 +601,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
     vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device="cpu", dtype=dtype)
     source = _data_if_valid(c, fam, data)
-    check_host(c, device, texts=source is None or not texts_cached(c, out, text, source))   # before loading the model (text encoders: read on first use)
+    check_host(c, device, texts=c.text_encoder_lr is not None or source is None or not texts_cached(c, out, text, source))   # before loading the model (text encoders: read on first use)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)
@@ -570,12 +613,13 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     ds = LatentDataset(source, vae, text, resolution=res, bucket_step=step, crop=c.crop, seed=c.seed, cache_dir=out / "cache" if cached else None)
     if cached and device.type == "cuda" and c.budget is not None and ds.uncached(run_prompts(c, source)):   # (all cached: never read)
         check_encoders(parse_size(c.budget, "budget"), text)                                                  # before writing
-    _adapt(c, model)
+    trained = _adapt(c, model, fam, text)
+    check_text_cut(c, trained, model.net)
     check_budget(model, c.budget, c.optimizer, _update_scratch(c, model, device))
     check_layerwise(c, model, world, device)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
-    return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world)
+    return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world, trained=trained)
 
 # %% ../nbs/70_train.ipynb #89ae9337
 @dataclass
@@ -616,12 +660,14 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
     `layerwise` (None: when a full fine-tune's state fills the budget) on the host, the weights streamed."""
     c = run.config
     if layerwise is None: layerwise = c.mode == "full" and trains_layerwise(run.model, c.budget, c.optimizer)
-    named = _trainable(run.model.net)
+    named = _trainable(run.trained)                                # (the network's LoRA, then the text encoders' if they train)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     if layerwise: opt = _host_optimizer(run)
     else:
         place(run.model, run.device, c.budget, c.optimizer)            # before the optimizer: its flat buffers are made where the parameters are
+        if c.text_encoder_lr is not None: text_to(run.data.text_encoder, run.device)   # (they encode every batch now, on the device)
         opt = _make_optimizer(c, [p for _, p in named])
+        if c.text_encoder_lr not in (None, c.lr): opt.lr_from(text_offset(run.trained, run.model.net), c.text_encoder_lr)
         if c.clip == "unit": opt.clip_by(unit_groups([p for _, p in named], run.model.stream_units()))   # (what a layer-wise run clips)
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
     if run.world > 1 and not layerwise: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))   # (layer-wise: `_host_optimizer`)
@@ -694,6 +740,9 @@ def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
     x0 = batch["latents"].to(device)
     slots = batch.get("slots", range(x0.shape[0]))           # (a batch without slots: all of it)
     t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
+    if c.text_encoder_lr is not None:                         # the text encoders train: the captions (dropped ones "") through them
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run)):
+            batch = {**batch, **dict(zip(("context", "pooled"), run.data.text_encoder.encode(batch["captions"], grad=True)))}
     cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=c.guidance)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run), cache_enabled=run.graphed is None):   # (graphs: no cache)
         loss = diffusion_loss(model, x0, t.to(device), noise=noise.to(device), min_snr_gamma=c.min_snr_gamma, **cond)
@@ -914,7 +963,9 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
     with _timed(run, "sampling"):
         swap = st.ema is not None and name != "before"
         if swap: saved = st.opt.flat.clone(); _set_weights(st, st.ema)
-        imgs = sample_images(run.model, run.data, prompts.context, prompts.pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
+        context, pooled = prompts.context, prompts.pooled
+        if c.text_encoder_lr is not None: context, pooled = run.data.text_encoder.encode(list(prompts.texts))   # through their LoRA
+        imgs = sample_images(run.model, run.data, context, pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
                              guidance=run.family.guidance or c.guidance, device=run.device, autocast=_autocast(run))
         if swap: _set_weights(st, saved)
         _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
@@ -942,7 +993,7 @@ def finish(run: Run, st: TrainState) -> Path:
     c = run.config
     if st.ema is not None: _set_weights(st, st.ema)
     if run.rank: return None                      # rank 0 writes
-    if c.mode == "lora": weights = save_lora(run.model.net, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
+    if c.mode == "lora": weights = save_lora(run.trained, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
     else:
         with host_weights(run.model) if isinstance(st.opt, HostOptimizer) else nullcontext(): weights = run.model.save(run.out / "model.safetensors")
     _write_metrics(run.out / "metrics.csv", st.history)
@@ -1029,7 +1080,8 @@ def step_activation_bytes(run: Run, st: TrainState, sides=(8, 16, 24)) -> tuple[
     peaks = []
     try:
         for side in sides:
-            batch = {"latents": torch.randn(B, ds.vae.channels, side, side), "context": ctx.expand(B, -1, -1), "pooled": pooled.expand(B, -1)}
+            batch = {"latents": torch.randn(B, ds.vae.channels, side, side), "context": ctx.expand(B, -1, -1), "pooled": pooled.expand(B, -1),
+                     "captions": [""] * B}                   # (encoded again where the text encoders train)
             def probe(): micro_batch_loss(run, batch).backward(); st.opt.zero_grad()
             peaks.append(measure_peak(probe, run.device, model, st.opt))
     finally: model.checkpointing = was
@@ -1220,7 +1272,7 @@ def _loop(run: Run, t_start: float) -> TrainResult:
     with _timed(run, "caching"): prompts = start_output(run)          # everything is validated: from here on we write
     caching = {"caching": torch.cuda.max_memory_allocated(run.device)} if run.device.type == "cuda" else {}   # its peak, encoders included
     if caching and c.budget is not None and not run.rank: print(f"caching: peak {format_bytes(caching['caching'])} on the GPU (budget {format_bytes(parse_size(c.budget))})")
-    if run.data.cache_dir is not None:                                # every caption is cached: the text encoders are done
+    if run.data.cache_dir is not None and c.text_encoder_lr is None:  # every caption is cached: the text encoders are done
         unread, freed = getattr(run.data.text_encoder, "unread", False), release(run.data.text_encoder)
         if not run.rank and (unread or freed):
             print("text encoders: never read (every caption was cached)" if unread else f"text encoders released: {format_bytes(freed)} of host memory")

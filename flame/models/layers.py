@@ -742,6 +742,8 @@ class Family:
     data: Callable | None = None    # (resolution) -> the data source a run without --data trains on (the demo's shapes)
     about: str = ""
     encoders_in_checkpoint: bool = False   # without --vae / --text-encoder, the builders get --checkpoint (it holds them: SDXL's single file)
+    text_lora: Callable | None = None      # (network, text encoder) -> the module one LoRA file covers, the text encoders' LoRA
+                                           #   included (`--text-encoder-lr`; the encoder's `encode(captions, grad=True)` differentiable)
 
 FAMILIES = {                    # --model name: "module:attribute" of its Family
     "tiny": "flame.demo:TINY",

@@ -484,15 +484,16 @@ def _from_single_file(self: SDXLTextEncoder, path: Path, device, dtype, cache_di
 
 # %% ../../nbs/33_sdxl.ipynb #c166bb3d
 @patch
-@torch.no_grad()
-def encode(self: SDXLTextEncoder, captions: list[str]) -> tuple[Tensor, Tensor]:
-    "(context (B, 77, dim), pooled (B, pooled_dim)) as diffusers' `StableDiffusionXLPipeline.encode_prompt` builds them."
+def encode(self: SDXLTextEncoder, captions: list[str], grad: bool = False) -> tuple[Tensor, Tensor]:
+    """(context (B, 77, dim), pooled (B, pooled_dim)) as diffusers' `StableDiffusionXLPipeline.encode_prompt` builds them; with
+    `grad`, differentiable (a run training the encoders' LoRA), else without autograd (caching, sampling)."""
     states = []
-    for tok, clip in zip(self.tokenizers, self.clips):
-        ids = tok(list(captions), padding="max_length", max_length=tok.model_max_length, truncation=True, return_tensors="pt").input_ids
-        out = clip(ids.to(self.device), output_hidden_states=True)
-        states.append(out.hidden_states[-2])
-    return torch.cat(states, dim=-1), out.text_embeds
+    with torch.set_grad_enabled(grad):
+        for tok, clip in zip(self.tokenizers, self.clips):
+            ids = tok(list(captions), padding="max_length", max_length=tok.model_max_length, truncation=True, return_tensors="pt").input_ids
+            out = clip(ids.to(self.device), output_hidden_states=True)
+            states.append(out.hidden_states[-2])
+        return torch.cat(states, dim=-1), out.text_embeds
 
 @patch
 def __repr__(self: SDXLTextEncoder): return f"SDXLTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
@@ -538,4 +539,4 @@ def _sdxl_text(path, *, device, dtype):
 SDXL = Family("sdxl", variant_loader(SDXLUNet, SDXLDenoiser, SDXLConfig.base(), _SHAPE_FIELDS, "sdxl",
                                      "sd_xl_base_1.0.safetensors or a fine-tune, a bare UNet file, or a diffusers unet/ folder"),
               _sdxl_vae, _sdxl_text, resolution=1024, sample_steps=30, guidance=None, wrap=SDXLDenoiser,
-              about="Stable Diffusion XL 1.0 base (2.6B UNet, eps prediction)", encoders_in_checkpoint=True)
+              about="Stable Diffusion XL 1.0 base (2.6B UNet, eps prediction)", encoders_in_checkpoint=True, text_lora=SDXLLoraSet)
