@@ -357,8 +357,9 @@ FLUX_TARGETS = ("double_blocks.*.img_attn.qkv", "double_blocks.*.img_attn.proj",
                 "double_blocks.*.txt_mlp.0", "double_blocks.*.txt_mlp.2", "single_blocks.*.linear1", "single_blocks.*.linear2")
 FLUX_MODULATION_TARGETS = ("double_blocks.*.img_mod.lin", "double_blocks.*.txt_mod.lin", "single_blocks.*.modulation.lin")
 Flux.lora_targets = FLUX_TARGETS
+def _flux_dims(flux: Flux) -> dict: return {"hidden": flux.config.hidden_size}
 Flux.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_flux", "ss_base_model_version": "flux1"},
-                              diffusers_layout=DIFFUSERS, layout_dims=lambda flux: {"hidden": flux.config.hidden_size})
+                              diffusers_layout=DIFFUSERS, layout_dims=_flux_dims)
 
 # %% ../../nbs/31_flux.ipynb #3f243725
 _TEXT_PARTS = [("text_encoder", "CLIP text model"), ("tokenizer", "CLIP tokenizer"), ("text_encoder_2", "T5 encoder"), ("tokenizer_2", "T5 tokenizer")]

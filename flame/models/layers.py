@@ -28,8 +28,8 @@ __all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding',
            'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
            'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config',
            'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes',
-           'check_encoders', 'encoders_on', 'release', 'Schedule', 'LoraNaming', 'DiffusionModel', 'is_diffusion_model',
-           'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
+           'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming', 'DiffusionModel',
+           'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -659,6 +659,10 @@ class Schedule:
             raise ValueError(f"zero_terminal_snr: needs objective 'v' (eps-prediction is undefined where ᾱ = 0), got {self.objective!r}")
 
 # %% ../../nbs/30_models.ipynb #c44e6039
+def no_dims(net: nn.Module) -> dict:
+    "The sizes a layout needs from a network that needs none."
+    return {}
+
 @dataclass(frozen=True)
 class LoraNaming:
     "How LoRA files name a network's layers: kohya's prefix and metadata; the diffusers layout, its prefix and sizes."
@@ -666,7 +670,8 @@ class LoraNaming:
     kohya_meta: dict = field(default_factory=dict)        # e.g. ss_network_module, ss_base_model_version
     diffusers_prefix: str = "transformer."
     diffusers_layout: Layout | None = None                  # None: the diffusers format is not defined for this network
-    layout_dims: Callable[[nn.Module], dict] = lambda net: {}
+    layout_dims: Callable[[nn.Module], dict] = no_dims         # (a function of a module, not a lambda: a model passed to several
+                                                            #  processes is pickled, and its naming with it)
     kohya_name: Callable[[str], str] | None = None         # kohya's stem where one prefix is not enough (a network of parts)
 
     def kohya(self, name: str) -> str:

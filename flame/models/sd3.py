@@ -313,8 +313,9 @@ class SD3Denoiser(Denoiser):
 SD3_TARGETS = tuple(f"joint_blocks.*.{s}_block.{p}" for s in ("x", "context") for p in ("attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2")) + \
               ("joint_blocks.*.x_block.attn2.qkv", "joint_blocks.*.x_block.attn2.proj")
 SD3.lora_targets = SD3_TARGETS
+def _sd3_dims(net: SD3) -> dict: return {"hidden": net.config.hidden}
 SD3.lora_naming = LoraNaming(kohya_meta={"ss_network_module": "networks.lora_sd3", "ss_base_model_version": "sd3"},
-                             diffusers_layout=DIFFUSERS, layout_dims=lambda net: {"hidden": net.config.hidden})
+                             diffusers_layout=DIFFUSERS, layout_dims=_sd3_dims)
 
 # %% ../../nbs/32_sd3.ipynb #8e8971be
 _SD3_TEXT_PARTS = [("text_encoder", "CLIP-L text model"), ("tokenizer", "CLIP-L tokenizer"), ("text_encoder_2", "OpenCLIP bigG text model"),
