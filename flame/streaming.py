@@ -439,6 +439,7 @@ def apply(self: _Engine, plan):
     for u in self.units:
         for p in u.params: p.data = self._empty(p.dtype)
     self.slots = self.resident = None                          # free the previous configuration first
+    self.slot_views = {}                                       # (unit, slot) -> its parameters' views of the slot (`_bind_slot`)
     self.plan, res = plan, set(plan.resident)
     self.resident = {}
     for u in self.units:
@@ -464,6 +465,14 @@ def _views(self: _Engine, u, buf) -> list[torch.Tensor]:
 @patch
 def _bind(self: _Engine, u, buf):
     for p, v in zip(u.params, self._views(u, buf)): p.data = v
+
+@patch
+def _bind_slot(self: _Engine, u, s: int):
+    """`_bind` unit `u` to ring slot `s`, its views of the slot made on first use and kept until the plan changes (they were three
+    tensor ops a parameter, each bind: the tiny SDXL's streamed checkpointed step on one CPU thread took 74.9 ms with them, 68.1
+    without, against 58.5 resident; 2026-11-27). SDXL base binds its 1668 parameters two or three times a step."""
+    if (views := self.slot_views.get((u.index, s))) is None: views = self.slot_views[u.index, s] = self._views(u, self.slots[s])
+    for p, v in zip(u.params, views): p.data = v
 
 @patch
 def _gather(self: _Engine, u) -> torch.Tensor:
@@ -497,7 +506,7 @@ def acquire(self: _Engine, u, backward):
     s, loads = self.ring.acquire(w, backward)
     self._issue(loads)
     self.copier.wait(self.ready[s])
-    self._bind(u, self.slots[s])
+    self._bind_slot(u, s)
     mark_streamed(self.slots[s])
     self._active.add(u.index)
     self._stamp(u, backward, "start")
@@ -930,7 +939,7 @@ def unstream(model: nn.Module) -> nn.Module:
     e = getattr(model, "_flame_streaming", None)
     if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
     e.close()
-    e.slots = e.resident = e.ready = e.freed = None
+    e.slots = e.resident = e.ready = e.freed = None; e.slot_views = {}
     for u in e.units: e._bind_host(u)
     streamed = {id(p) for u in e.units for p in u.params}
     for p in model.parameters():
