@@ -808,6 +808,10 @@ def _probe(model, e, inputs, step):
     return tr.result, peak
 
 # %% ../nbs/20_streaming.ipynb #9c2802af
+def _with_slack(overhead: int) -> int:
+    "The probe's measured overhead plus the allocator's slack: 2 % of it, at least 16 MiB (see the prose above)."
+    return overhead + max(16 << 20, overhead // 50)
+
 def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda", units=None, store=None,
          step=None, bandwidth: float | None = None, trainable: bool = False) -> Plan:
     "Measure (with `example_inputs`) and choose residency, ring slots, prefetch depth; predict the step time."
@@ -824,7 +828,7 @@ def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda",
         if bandwidth is None:
             copy_s = sum(b - a for _, a, b in tr.copies)
             bandwidth = tr.bytes_moved / copy_s if copy_s > 0 else None
-        if e.cuda: overhead = max(0, peak - len(e.slots) * e.slots[0].numel())   # all but the probe's ring
+        if e.cuda: overhead = _with_slack(max(0, peak - len(e.slots) * e.slots[0].numel()))   # all but the probe's ring
         measured = True
     if bandwidth is None: bandwidth = _bandwidth(e)
     return _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, str(e.device), measured)
