@@ -67,7 +67,7 @@ class TrainConfig:
     conv_rank: int | None = None         # LoCon (kohya's conv_dim): also the network's convolution layers, k×k kernels at this rank; None: off
     conv_alpha: float | None = None      # None: conv_alpha = conv_rank
     lr: float = 3e-3
-    text_encoder_lr: float | None = None # also train the text encoders' LoRA (sdxl: CLIP-L and bigG), at this learning rate; None: frozen
+    text_encoder_lr: float | None = None # also train the text encoders' LoRA (sdxl, sd3.5: CLIP-L and bigG), at this learning rate; None: frozen
     optimizer: str = "adamw"             # adamw | adamw-bf16 (bf16 moments: 4 bytes/parameter) | adamw8bit (moments in 8 bits: 2) | adafactor (factored second moment)
     base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
     weights_dtype: str = "fp32"          # fp32 | bf16: a full fine-tune's weights (bf16: half the bytes, updates stochastically rounded)
@@ -240,8 +240,8 @@ def _adapt(c: TrainConfig, model: DiffusionModel, fam: Family, text) -> nn.Modul
     if c.mode == "full": model.net.to(_WEIGHTS[c.weights_dtype]).requires_grad_(True); return model.net
     if c.conv_rank is not None and getattr(model.net, "lora_conv_targets", None) is None:
         raise ValueError(f"conv_rank: --model {c.model} has no convolution layers for LoCon (--conv-rank is for sdxl)")
-    if c.text_encoder_lr is not None and (fam.text_lora is None or not getattr(text, "networks", None)):
-        raise ValueError(f"text_encoder_lr: --model {c.model} cannot train its text encoders' LoRA (--text-encoder-lr is for sdxl)")
+    if c.text_encoder_lr is not None and (fam.text_lora is None or getattr(type(text), "networks", None) is None):   # (reads no weights)
+        raise ValueError(f"text_encoder_lr: --model {c.model} cannot train its text encoders' LoRA (--text-encoder-lr is for sdxl, sd3.5-large and sd3.5-medium)")
     trained = model.net if c.text_encoder_lr is None else fam.text_lora(model.net, text)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_seed("lora", c.seed) % 2**31)
@@ -349,8 +349,8 @@ def check_text_cut(c: TrainConfig, trained: nn.Module, net: nn.Module):
                          "pass --text-encoder-lr equal to --lr, another --rank, or --optimizer adafactor") from None
 
 def text_to(text, device: torch.device):
-    "The text encoder's networks on `device`, where it encodes from now on."
-    for n in text.networks: n.to(device)
+    "The text encoder's CLIPs, the networks that train, on `device`, where it encodes from now on (SD3's T5: its rows come from the cache)."
+    for n in text.clips: n.to(device)
     text.device = device
 
 # %% ../nbs/70_train.ipynb #a6edd8b0
@@ -742,7 +742,8 @@ def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
     t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
     if c.text_encoder_lr is not None:                         # the text encoders train: the captions (dropped ones "") through them
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run)):
-            batch = {**batch, **dict(zip(("context", "pooled"), run.data.text_encoder.encode(batch["captions"], grad=True)))}
+            encoded = run.data.text_encoder.encode(batch["captions"], grad=True, cached=batch["context"])   # (frozen parts: cached)
+            batch = {**batch, **dict(zip(("context", "pooled"), encoded))}
     cond = model.condition({k: v.to(device) for k, v in batch.items() if k in ("context", "pooled", "micro")}, guidance=c.guidance)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=_autocast(run), cache_enabled=run.graphed is None):   # (graphs: no cache)
         loss = diffusion_loss(model, x0, t.to(device), noise=noise.to(device), min_snr_gamma=c.min_snr_gamma, **cond)
@@ -964,7 +965,7 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
         swap = st.ema is not None and name != "before"
         if swap: saved = st.opt.flat.clone(); _set_weights(st, st.ema)
         context, pooled = prompts.context, prompts.pooled
-        if c.text_encoder_lr is not None: context, pooled = run.data.text_encoder.encode(list(prompts.texts))   # through their LoRA
+        if c.text_encoder_lr is not None: context, pooled = run.data.text_encoder.encode(list(prompts.texts), cached=prompts.context)   # their LoRA
         imgs = sample_images(run.model, run.data, context, pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
                              guidance=run.family.guidance or c.guidance, device=run.device, autocast=_autocast(run))
         if swap: _set_weights(st, saved)

@@ -22,14 +22,14 @@ from ..io import atomic_file, format_bytes, ST_DTYPE, ST_CODE
 from ..streaming import stream, unstream
 
 # %% auto #0
-__all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut', 'Modulation',
-           'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
+__all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut',
+           'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
            'read_safetensors', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state',
            'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
            'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config',
            'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes',
-           'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming', 'DiffusionModel',
-           'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
+           'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming', 'kohya_file_name',
+           'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -677,6 +677,18 @@ class LoraNaming:
     def kohya(self, name: str) -> str:
         "kohya's key stem of our module `name`."
         return self.kohya_name(name) if self.kohya_name else self.kohya_prefix + name.replace(".", "_")
+
+# %% ../../nbs/30_models.ipynb #tel30c02
+CLIP_TARGETS = tuple(f"*.{p}" for p in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "mlp.fc1", "mlp.fc2"))
+
+_FILE_PARTS = {"unet": "lora_unet_", "te1": "lora_te1_", "te2": "lora_te2_"}
+
+def kohya_file_name(name: str) -> str:
+    """kohya's key stem of `name` (`unet.…`, `te1.…`, `te2.…`) in a file of a network and its CLIPs: the part's prefix, then its
+    path with `.` → `_`; a CLIP's path from `text_model.`, as in transformers 4 (transformers 5's `CLIPTextModel` has no such level)."""
+    part, rest = name.split(".", 1)
+    if part != "unet": rest = "text_model." + rest.removeprefix("text_model.")
+    return _FILE_PARTS[part] + rest.replace(".", "_")
 
 # %% ../../nbs/30_models.ipynb #14a9de64
 @runtime_checkable

@@ -18,7 +18,7 @@ from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
                                  split_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
-                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors)
+                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors, CLIP_TARGETS, kohya_file_name)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
@@ -26,7 +26,7 @@ from .layers import check_shape as _check
 __all__ = ['STABILITY', 'DIFFUSERS', 'SD3_TARGETS', 'SD3_TOKENIZERS', 'SD35_LARGE', 'SD35_MEDIUM', 'SD3Config', 'QKRMSNorm',
            'SelfAttention', 'Mlp', 'DismantledBlock', 'JointBlock', 'PatchEmbed', 'Embedder', 'SD3', 'diffusers_layout',
            'config_from_shapes', 'detect_layout', 'SD3Denoiser', 'SD3TextEncoder', 'sd3_single_file_config',
-           'sd3_single_file_part', 'hub_tokenizers', 'sd3_family']
+           'sd3_single_file_part', 'hub_tokenizers', 'SD3LoraSet', 'sd3_family']
 
 # %% ../../nbs/32_sd3.ipynb #e2013b7b
 @dataclass(frozen=True)
@@ -347,16 +347,20 @@ class SD3TextEncoder(LaterNets):
     def context_len(self) -> int: return min(77, self.tokenizers[0].model_max_length) + self.max_length   # CLIP's tokens, then T5's
     def _ids(self, tokenizer, captions, n):
         return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
-    @torch.no_grad()
-    def encode(self, captions: list[str]) -> tuple[Tensor, Tensor]:
-        "(context (B, 77 + max_length, dim), pooled (B, pooled_dim)) as diffusers' `StableDiffusion3Pipeline.encode_prompt` builds them."
+    def encode(self, captions: list[str], grad: bool = False, cached: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """(context (B, 77 + max_length, dim), pooled (B, pooled_dim)) as diffusers' `StableDiffusion3Pipeline.encode_prompt` builds them.
+        `grad`: the CLIPs differentiable (a run training their LoRA); T5 never is. `cached`: these captions' context from the run's
+        cache, whose T5 rows are taken instead of running T5 (it does not train, so it would give them again)."""
         states, pooled = [], []
-        for tok, clip in zip(self.tokenizers, self.clips):
-            out = clip(self._ids(tok, captions, min(77, tok.model_max_length)), output_hidden_states=True)
-            states.append(out.hidden_states[-2]); pooled.append(out.text_embeds)
-        clip_ctx = torch.cat(states, -1)
-        t5 = self.t5(self._ids(self.tokenizers[2], captions, self.max_length)).last_hidden_state
-        return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
+        with torch.set_grad_enabled(grad):
+            for tok, clip in zip(self.tokenizers, self.clips):
+                out = clip(self._ids(tok, captions, min(77, tok.model_max_length)), output_hidden_states=True)
+                states.append(out.hidden_states[-2]); pooled.append(out.text_embeds)
+            clip_ctx = torch.cat(states, -1)
+            with torch.no_grad():
+                if cached is not None: t5 = cached[:, clip_ctx.shape[1]:].to(clip_ctx.device)
+                else: t5 = self.t5(self._ids(self.tokenizers[2], captions, self.max_length)).last_hidden_state
+            return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
     def __repr__(self): return f"SD3TextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/32_sd3.ipynb #sd3sf002
@@ -412,6 +416,16 @@ def _from_single_file(self: SD3TextEncoder, path: Path, max_length: int, device,
                f"sd3-text:{max_length}:{_fingerprint(path)}:" + ",".join(t.name_or_path.split("/")[-1] for t in tokenizers))
     (*self.clips, self.t5) = nets                             # read already (a single file's parts come out of it together)
 
+# %% ../../nbs/32_sd3.ipynb #sd3te002
+class SD3LoraSet(nn.Module):
+    "What one SD3 LoRA file covers: the MMDiT (`lora_unet_`) and, with `text`, CLIP-L (`lora_te1_`) and bigG (`lora_te2_`); T5 does not train."
+    lora_naming = LoraNaming(kohya_meta=SD3.lora_naming.kohya_meta, kohya_name=kohya_file_name)
+    lora_targets = tuple(f"unet.{t}" for t in SD3_TARGETS) + CLIP_TARGETS   # (SD3's patterns name paths from the MMDiT)
+    def __init__(self, mmdit: SD3, text: SD3TextEncoder | None = None):
+        super().__init__()
+        self.unet = mmdit                                          # (kohya's name for SD3's network too)
+        if text is not None: self.te1, self.te2 = text.clips
+
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")
 
@@ -426,7 +440,7 @@ def sd3_family(name: str, want: SD3Config, about: str) -> Family:
         if path is None: raise ValueError(f"text_encoder: --model {name} needs --text-encoder (a diffusers SD3.5 folder with text_encoder/, text_encoder_2/, text_encoder_3/ and their tokenizers)")
         return SD3TextEncoder(path, device=device, dtype=dtype)
     return Family(name, load, vae, text, resolution=1024, sample_steps=28, guidance=None, wrap=SD3Denoiser, about=about,
-                  encoders_in_checkpoint=True)                        # (a single file may hold them; one that does not says so)
+                  encoders_in_checkpoint=True, text_lora=SD3LoraSet)  # (a single file may hold them; one that does not says so)
 
 SD35_LARGE = sd3_family("sd3.5-large", SD3Config.large(), "Stable Diffusion 3.5 Large (8.1B MMDiT)")
 SD35_MEDIUM = sd3_family("sd3.5-medium", SD3Config.medium(), "Stable Diffusion 3.5 Medium (2.5B MMDiT-X)")

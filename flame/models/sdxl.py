@@ -18,17 +18,16 @@ from ..autograd import checkpoint
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
                                  read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, LaterNets, _fingerprint,
-                                 _count, clip_state, ldm_vae_config, load_part, single_file_tensors)
+                                 _count, clip_state, ldm_vae_config, load_part, single_file_tensors, CLIP_TARGETS, kohya_file_name)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
 # %% auto #0
-__all__ = ['SIZE_DIM', 'LDM', 'DIFFUSERS', 'SDXL_TARGETS', 'SDXL_CONV_TARGETS', 'SDXL_TOKENIZERS', 'CLIP_TARGETS', 'SDXL',
-           'SDXLConfig', 'GroupNorm32', 'ResBlock', 'Downsample', 'Upsample', 'CrossAttention', 'GEGLU', 'FeedForward',
+__all__ = ['SIZE_DIM', 'LDM', 'DIFFUSERS', 'SDXL_TARGETS', 'SDXL_CONV_TARGETS', 'SDXL_TOKENIZERS', 'SDXL', 'SDXLConfig',
+           'GroupNorm32', 'ResBlock', 'Downsample', 'Upsample', 'CrossAttention', 'GEGLU', 'FeedForward',
            'BasicTransformerBlock', 'SpatialTransformer', 'TimestepEmbedSequential', 'SDXLUNet', 'micro_conditioning',
            'adm_vector', 'layout_shape', 'diffusers_layout', 'config_from_shapes', 'detect_layout', 'SDXLDenoiser',
-           'single_file_part', 'single_file_configs', 'hub_tokenizers', 'SDXLTextEncoder', 'sdxl_file_kohya',
-           'SDXLLoraSet']
+           'single_file_part', 'single_file_configs', 'hub_tokenizers', 'SDXLTextEncoder', 'SDXLLoraSet']
 
 # %% ../../nbs/33_sdxl.ipynb #baa6e656
 SIZE_DIM = 256   # the sinusoidal width of each of the six size/crop numbers in the ADM vector
@@ -484,9 +483,10 @@ def _from_single_file(self: SDXLTextEncoder, path: Path, device, dtype, cache_di
 
 # %% ../../nbs/33_sdxl.ipynb #c166bb3d
 @patch
-def encode(self: SDXLTextEncoder, captions: list[str], grad: bool = False) -> tuple[Tensor, Tensor]:
+def encode(self: SDXLTextEncoder, captions: list[str], grad: bool = False, cached: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """(context (B, 77, dim), pooled (B, pooled_dim)) as diffusers' `StableDiffusionXLPipeline.encode_prompt` builds them; with
-    `grad`, differentiable (a run training the encoders' LoRA), else without autograd (caching, sampling)."""
+    `grad`, differentiable (a run training the encoders' LoRA), else without autograd (caching, sampling). `cached`, these
+    captions' context from the run's cache, is not read: both CLIPs train, no part of the context is frozen (SD3's T5 is)."""
     states = []
     with torch.set_grad_enabled(grad):
         for tok, clip in zip(self.tokenizers, self.clips):
@@ -499,20 +499,9 @@ def encode(self: SDXLTextEncoder, captions: list[str], grad: bool = False) -> tu
 def __repr__(self: SDXLTextEncoder): return f"SDXLTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/33_sdxl.ipynb #te33lr02
-CLIP_TARGETS = tuple(f"*.{p}" for p in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "mlp.fc1", "mlp.fc2"))
-
-_FILE_PARTS = {"unet": "lora_unet_", "te1": "lora_te1_", "te2": "lora_te2_"}
-
-def sdxl_file_kohya(name: str) -> str:
-    """kohya's key stem of `name` (`unet.…`, `te1.…`, `te2.…`) in an SDXL file: the part's prefix, then its path with `.` → `_`;
-    a CLIP's path from `text_model.`, as in transformers 4 (transformers 5's `CLIPTextModel` has no such level)."""
-    part, rest = name.split(".", 1)
-    if part != "unet": rest = "text_model." + rest.removeprefix("text_model.")
-    return _FILE_PARTS[part] + rest.replace(".", "_")
-
 class SDXLLoraSet(nn.Module):
     "What one SDXL LoRA file covers: the UNet (`lora_unet_`) and, with `text`, CLIP-L (`lora_te1_`) and bigG (`lora_te2_`)."
-    lora_naming = LoraNaming(kohya_meta=SDXLUNet.lora_naming.kohya_meta, kohya_name=sdxl_file_kohya)
+    lora_naming = LoraNaming(kohya_meta=SDXLUNet.lora_naming.kohya_meta, kohya_name=kohya_file_name)
     lora_targets, lora_conv_targets = SDXL_TARGETS + CLIP_TARGETS, SDXL_CONV_TARGETS
     def __init__(self, unet: SDXLUNet, text: SDXLTextEncoder | None = None):
         super().__init__()
