@@ -1277,6 +1277,8 @@ def _loop(run: Run, t_start: float) -> TrainResult:
         unread, freed = getattr(run.data.text_encoder, "unread", False), release(run.data.text_encoder)
         if not run.rank and (unread or freed):
             print("text encoders: never read (every caption was cached)" if unread else f"text encoders released: {format_bytes(freed)} of host memory")
+    elif run.data.cache_dir is not None and (frozen := getattr(run.data.text_encoder, "release_frozen", None)):   # the CLIPs train on;
+        if (freed := frozen()) and not run.rank: print(f"text encoders: T5 released, {format_bytes(freed)} of host memory")   # T5: cached
     with _timed(run, "planning"):
         st, memory = start_training(run)                              # optimizer, EMA (fresh or resumed); resident, checkpoint, offload or stream
     if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")

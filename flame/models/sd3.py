@@ -18,7 +18,7 @@ from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
                                  split_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
-                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors, CLIP_TARGETS, kohya_file_name)
+                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors, CLIP_TARGETS, kohya_file_name, weight_bytes, _released)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
@@ -361,6 +361,10 @@ class SD3TextEncoder(LaterNets):
                 if cached is not None: t5 = cached[:, clip_ctx.shape[1]:].to(clip_ctx.device)
                 else: t5 = self.t5(self._ids(self.tokenizers[2], captions, self.max_length)).last_hidden_state
             return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
+    def release_frozen(self) -> int:
+        "Free T5 when only the CLIPs go on (a run training their LoRA takes T5's rows from its cache); the bytes freed."
+        if "t5" in (self.__dict__.get("_later") or {}): self._later["t5"] = _released; return 0   # (never read: it never will be)
+        freed = weight_bytes(self.t5); self.t5.to("meta"); return freed
     def __repr__(self): return f"SD3TextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/32_sd3.ipynb #sd3sf002
