@@ -99,7 +99,7 @@ def _training(p, D):
                    "k×k kernels at this rank, as kohya's conv_dim (default: off)")
     g.add_argument("--conv-alpha", type=float, metavar="A", help="alpha of the LoCon convolutions (default: the conv rank)")
     g.add_argument("--lr", type=float, help=f"learning rate (default: {D['lr']})")
-    g.add_argument("--text-encoder-lr", type=float, metavar="LR", help="also train the text encoders' LoRA (sdxl, sd3.5: CLIP-L and bigG, "
+    g.add_argument("--text-encoder-lr", type=float, metavar="LR", help="also train the CLIPs' LoRA (sdxl, sd3.5: CLIP-L and bigG; flux: CLIP-L; "
                    "lora_te1_/lora_te2_), at this learning rate (default: they stay frozen)")
     g.add_argument("--optimizer", choices=("adamw", "adamw-bf16", "adamw8bit", "adafactor"), help="adamw; adamw-bf16: its moments in bf16 (4 instead "
                    "of 8 bytes per trained parameter); adamw8bit: its moments in 8 bits (2 instead of 8 bytes "

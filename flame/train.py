@@ -67,7 +67,7 @@ class TrainConfig:
     conv_rank: int | None = None         # LoCon (kohya's conv_dim): also the network's convolution layers, k×k kernels at this rank; None: off
     conv_alpha: float | None = None      # None: conv_alpha = conv_rank
     lr: float = 3e-3
-    text_encoder_lr: float | None = None # also train the text encoders' LoRA (sdxl, sd3.5: CLIP-L and bigG), at this learning rate; None: frozen
+    text_encoder_lr: float | None = None # also train the CLIPs' LoRA (sdxl, sd3.5: CLIP-L and bigG; flux: CLIP-L), at this learning rate; None: frozen
     optimizer: str = "adamw"             # adamw | adamw-bf16 (bf16 moments: 4 bytes/parameter) | adamw8bit (moments in 8 bits: 2) | adafactor (factored second moment)
     base_dtype: str = "bf16"             # bf16 | fp8: the frozen base's Linear weights in fp8 with per-channel scales (LoRA; Flux, SD3.5, SDXL)
     weights_dtype: str = "fp32"          # fp32 | bf16: a full fine-tune's weights (bf16: half the bytes, updates stochastically rounded)
@@ -241,7 +241,7 @@ def _adapt(c: TrainConfig, model: DiffusionModel, fam: Family, text) -> nn.Modul
     if c.conv_rank is not None and getattr(model.net, "lora_conv_targets", None) is None:
         raise ValueError(f"conv_rank: --model {c.model} has no convolution layers for LoCon (--conv-rank is for sdxl)")
     if c.text_encoder_lr is not None and (fam.text_lora is None or getattr(type(text), "networks", None) is None):   # (reads no weights)
-        raise ValueError(f"text_encoder_lr: --model {c.model} cannot train its text encoders' LoRA (--text-encoder-lr is for sdxl, sd3.5-large and sd3.5-medium)")
+        raise ValueError(f"text_encoder_lr: --model {c.model} cannot train its text encoders' LoRA (its family names no text-encoder LoRA set)")
     trained = model.net if c.text_encoder_lr is None else fam.text_lora(model.net, text)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_seed("lora", c.seed) % 2**31)

@@ -18,14 +18,14 @@ from ..autograd import checkpoint
 from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, read_checkpoint, variant_loader, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
                                  Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
                                  rope_attention, split_heads, timestep_embedding,
-                                 write_safetensors, text_parts, LaterNets, _fingerprint)
+                                 write_safetensors, text_parts, LaterNets, _fingerprint, CLIP_TARGETS, kohya_file_name, TextLoraSet, release_net)
 from .layers import check_shape as _check
 from .layers import _listing
 
 # %% auto #0
 __all__ = ['BFL', 'DIFFUSERS', 'LAYOUTS', 'FLUX_TARGETS', 'FLUX_MODULATION_TARGETS', 'FLUX_DEV', 'FLUX_SCHNELL', 'FluxConfig',
            'DoubleStreamBlock', 'SingleStreamBlock', 'Flux', 'pack_latents', 'unpack_latents', 'image_ids',
-           'detect_layout', 'config_from_shapes', 'FluxDenoiser', 'FluxTextEncoder', 'flux_family']
+           'detect_layout', 'config_from_shapes', 'FluxDenoiser', 'FluxTextEncoder', 'FluxLoraSet', 'flux_family']
 
 # %% ../../nbs/31_flux.ipynb #e58954ab
 def _default_axes(head_dim: int) -> tuple[int, int, int]:
@@ -377,15 +377,30 @@ class FluxTextEncoder(LaterNets):
         self.name = f"flux-text:{max_length}:{_fingerprint(*parts.values())}"
     def _ids(self, tokenizer, captions, n):
         return tokenizer(captions, padding="max_length", max_length=n, truncation=True, return_tensors="pt").input_ids.to(self.device)
-    @torch.no_grad()
-    def encode(self, captions: list[str]) -> tuple[Tensor, Tensor]:
-        pooled = self.clip(self._ids(self.clip_tokenizer, captions, min(77, self.clip_tokenizer.model_max_length))).pooler_output
-        return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
+    def encode(self, captions: list[str], grad: bool = False, cached: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """(context (B, max_length, dim): T5's states, pooled (B, pooled_dim): CLIP's). `grad`: CLIP differentiable (a run training its
+        LoRA); T5 never is. `cached`: these captions' context from the run's cache, taken instead of running T5."""
+        with torch.set_grad_enabled(grad):
+            pooled = self.clip(self._ids(self.clip_tokenizer, captions, min(77, self.clip_tokenizer.model_max_length))).pooler_output
+        with torch.no_grad():
+            if cached is not None: return cached.to(pooled.device), pooled
+            return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
+    def release_frozen(self) -> int:
+        "Free T5 when only CLIP goes on (a run training its LoRA takes the context from its cache); the bytes freed."
+        return release_net(self, "t5")
     @property
     def networks(self): return [self.clip, self.t5]                # what `encoders_on` places (30_models)
     @property
+    def clips(self): return [self.clip]                             # what trains with `--text-encoder-lr` (`FluxLoraSet`)
+    @property
     def context_len(self) -> int: return self.max_length            # context tokens per caption (sizing the cache unencoded)
     def __repr__(self): return f"FluxTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
+
+# %% ../../nbs/31_flux.ipynb #fxte0002
+class FluxLoraSet(TextLoraSet):
+    "What one Flux LoRA file covers: the transformer (`lora_unet_`) and, with a `FluxTextEncoder`, CLIP-L (`lora_te1_`); T5 does not train."
+    lora_naming = LoraNaming(kohya_meta=Flux.lora_naming.kohya_meta, kohya_name=kohya_file_name)
+    lora_targets = tuple(f"unet.{t}" for t in FLUX_TARGETS) + CLIP_TARGETS   # (Flux's patterns name paths from the transformer)
 
 # %% ../../nbs/31_flux.ipynb #e2242076
 _SHAPE_FIELDS = ("in_channels", "hidden_size", "depth", "depth_single_blocks", "context_in_dim", "vec_in_dim", "guidance_embed")
@@ -399,7 +414,7 @@ def flux_family(name: str, want: FluxConfig, guidance: float | None, sample_step
     def vae(path, *, device, dtype): return DiffusersVAE(path, device=device, dtype=dtype) if path is not None else _needs("vae", name)
     def text(path, *, device, dtype): return FluxTextEncoder(path, device=device, dtype=dtype) if path is not None else _needs("text_encoder", name)
     return Family(name, load, vae, text, resolution=512, sample_steps=sample_steps, guidance=guidance,
-                  wrap=FluxDenoiser, about=f"FLUX.1-{name.split('-')[1]} (12B rectified-flow transformer)")
+                  wrap=FluxDenoiser, about=f"FLUX.1-{name.split('-')[1]} (12B rectified-flow transformer)", text_lora=FluxLoraSet)
 
 FLUX_DEV = flux_family("flux-dev", FluxConfig.dev(), guidance=3.5, sample_steps=28)
 FLUX_SCHNELL = flux_family("flux-schnell", FluxConfig.schnell(), guidance=None, sample_steps=4)

@@ -29,7 +29,8 @@ __all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'time
            'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config',
            'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes',
            'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming', 'kohya_file_name',
-           'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
+           'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
+           'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -689,6 +690,19 @@ def kohya_file_name(name: str) -> str:
     part, rest = name.split(".", 1)
     if part != "unet": rest = "text_model." + rest.removeprefix("text_model.")
     return _FILE_PARTS[part] + rest.replace(".", "_")
+
+class TextLoraSet(nn.Module):
+    """What one LoRA file of a network and its text encoders covers: the network as `unet` and, with `text`, its CLIPs
+    (`text.clips`) as `te1`, `te2`. A family's subclass names its `lora_naming` and `lora_targets`."""
+    def __init__(self, net: nn.Module, text=None):
+        super().__init__()
+        self.unet = net
+        for i, clip in enumerate(text.clips if text is not None else (), 1): self.add_module(f"te{i}", clip)
+
+def release_net(e: LaterNets, name: str) -> int:
+    "Free the network `e.name` (to the meta device; never read: it never will be); the bytes freed."
+    if name in (e.__dict__.get("_later") or {}): e._later[name] = _released; return 0
+    net = getattr(e, name); freed = weight_bytes(net); net.to("meta"); return freed
 
 # %% ../../nbs/30_models.ipynb #14a9de64
 @runtime_checkable

@@ -18,7 +18,7 @@ from ..autograd import checkpoint
 from ..kernels import attention, layer_norm_modulated, rms_norm
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
                                  split_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
-                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors, CLIP_TARGETS, kohya_file_name, weight_bytes, _released)
+                                 ldm_vae_config, load_part, read_safetensors, single_file_tensors, CLIP_TARGETS, kohya_file_name, TextLoraSet, release_net)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
@@ -363,8 +363,7 @@ class SD3TextEncoder(LaterNets):
             return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
     def release_frozen(self) -> int:
         "Free T5 when only the CLIPs go on (a run training their LoRA takes T5's rows from its cache); the bytes freed."
-        if "t5" in (self.__dict__.get("_later") or {}): self._later["t5"] = _released; return 0   # (never read: it never will be)
-        freed = weight_bytes(self.t5); self.t5.to("meta"); return freed
+        return release_net(self, "t5")
     def __repr__(self): return f"SD3TextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/32_sd3.ipynb #sd3sf002
@@ -421,14 +420,11 @@ def _from_single_file(self: SD3TextEncoder, path: Path, max_length: int, device,
     (*self.clips, self.t5) = nets                             # read already (a single file's parts come out of it together)
 
 # %% ../../nbs/32_sd3.ipynb #sd3te002
-class SD3LoraSet(nn.Module):
-    "What one SD3 LoRA file covers: the MMDiT (`lora_unet_`) and, with `text`, CLIP-L (`lora_te1_`) and bigG (`lora_te2_`); T5 does not train."
+class SD3LoraSet(TextLoraSet):
+    """What one SD3 LoRA file covers: the MMDiT (`lora_unet_`, kohya's name for it too) and, with an `SD3TextEncoder`,
+    CLIP-L (`lora_te1_`) and bigG (`lora_te2_`); T5 does not train."""
     lora_naming = LoraNaming(kohya_meta=SD3.lora_naming.kohya_meta, kohya_name=kohya_file_name)
     lora_targets = tuple(f"unet.{t}" for t in SD3_TARGETS) + CLIP_TARGETS   # (SD3's patterns name paths from the MMDiT)
-    def __init__(self, mmdit: SD3, text: SD3TextEncoder | None = None):
-        super().__init__()
-        self.unet = mmdit                                          # (kohya's name for SD3's network too)
-        if text is not None: self.te1, self.te2 = text.clips
 
 # %% ../../nbs/32_sd3.ipynb #132ec14a
 _SHAPE_FIELDS = ("depth", "hidden", "in_channels", "context_in_dim", "pooled_dim", "qk_norm", "x_block_self_attn_layers")

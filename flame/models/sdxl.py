@@ -18,7 +18,7 @@ from ..autograd import checkpoint
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
                                  read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, LaterNets, _fingerprint,
-                                 _count, clip_state, ldm_vae_config, load_part, single_file_tensors, CLIP_TARGETS, kohya_file_name)
+                                 _count, clip_state, ldm_vae_config, load_part, single_file_tensors, CLIP_TARGETS, kohya_file_name, TextLoraSet)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
 
@@ -499,14 +499,10 @@ def encode(self: SDXLTextEncoder, captions: list[str], grad: bool = False, cache
 def __repr__(self: SDXLTextEncoder): return f"SDXLTextEncoder({self.name}, dim={self.dim}, pooled_dim={self.pooled_dim})"
 
 # %% ../../nbs/33_sdxl.ipynb #te33lr02
-class SDXLLoraSet(nn.Module):
-    "What one SDXL LoRA file covers: the UNet (`lora_unet_`) and, with `text`, CLIP-L (`lora_te1_`) and bigG (`lora_te2_`)."
+class SDXLLoraSet(TextLoraSet):
+    "What one SDXL LoRA file covers: the UNet (`lora_unet_`) and, with an `SDXLTextEncoder`, CLIP-L (`lora_te1_`) and bigG (`lora_te2_`)."
     lora_naming = LoraNaming(kohya_meta=SDXLUNet.lora_naming.kohya_meta, kohya_name=kohya_file_name)
     lora_targets, lora_conv_targets = SDXL_TARGETS + CLIP_TARGETS, SDXL_CONV_TARGETS
-    def __init__(self, unet: SDXLUNet, text: SDXLTextEncoder | None = None):
-        super().__init__()
-        self.unet = unet
-        if text is not None: self.te1, self.te2 = text.clips
 
 # %% ../../nbs/33_sdxl.ipynb #e6b350a8
 _SHAPE_FIELDS = ("model_channels", "channel_mult", "num_res_blocks", "transformer_depth", "transformer_depth_middle", "context_dim", "adm_in_channels")
