@@ -15,6 +15,7 @@ import torch
 from flux import diffusers_twin, measure, parse, random_flux
 from flame.io import atomic_write
 from flame.models.flux import FluxConfig, image_ids
+from streaming import blocks_to_host
 from flame.streaming import plan, stream, _aligned
 
 SMOKE = dict(size="tiny", tokens=64, txt=8, warmup=1, reps=2)   # --smoke: the same run at the smallest sizes
@@ -38,10 +39,7 @@ def main(out, warmup, reps, size="dev", tokens=4096, n_txt=512):
     with torch.no_grad():
         for p in theirs.parameters(): p.data = p.data.to("cpu", copy=True).contiguous()
         for b in theirs.buffers(): b.data = b.data.cpu()
-    # FLAME: the blocks' weights to host memory; stream() packs them into its pinned pool
-    for u in flux.stream_units():
-        for p in u.parameters(): p.data = p.data.cpu()
-    torch.cuda.empty_cache()
+    blocks_to_host(flux)                                          # FLAME: stream() packs them into its pinned pool
     print(f"built [{time.perf_counter() - t0:.0f}s]", flush=True)
 
     base = plan(flux, "8GB", device="cuda")                       # engine, pinned pool, measured bandwidth

@@ -18,7 +18,7 @@ import argparse, contextlib, datetime, gc, json, platform, statistics, tempfile,
 from pathlib import Path
 import torch
 from flux import diffusers_sdpa, measure, parse, random_weights
-from streaming import budget_plan
+from streaming import blocks_to_host, budget_plan
 from flame.io import atomic_write
 from flame.models.layers import LazyTensor
 from flame.models.sd3 import SD3, SD3Config, diffusers_layout
@@ -26,6 +26,7 @@ from flame.streaming import plan, record, stream, unstream
 from flame.train import CudaGraphed
 
 MODES = ("forward", "step", "step+checkpoint")
+RATIO_TO_RESIDENT = "median over turns of streamed step ms / FLAME's resident step+checkpoint ms, timed one after the other"
 NAMES = {"large": "SD3.5-Large", "medium": "SD3.5-Medium"}
 # --smoke: the same run on tiny configs of both kinds (QK norm; Medium's with MMDiT-X blocks), 64 image + 12 text tokens,
 # streamed at the planner's minimum plus two blocks (a fixed budget would hold a tiny model whole)
@@ -178,9 +179,7 @@ def streamed_row(r, ours, call, x, budget, device, a, save):
     "FLAME with its joint blocks in host memory, streamed under `budget`: measured vs predicted, peak, ratio to resident."
     ours.checkpointing = True                                 # streamed weights are not kept for backward: recompute
     resident_loss = step(call, x).item()
-    for u in ours.stream_units():                             # the blocks to host memory; stream() packs them into its pinned pool
-        for p in u.parameters(): p.data = p.data.cpu()
-    if device.type == "cuda": torch.cuda.empty_cache()
+    blocks_to_host(ours)                                      # stream() packs them into its pinned pool
     t0 = time.perf_counter()
     # CUDA: from a pinned host pool; CPU (smoke runs): out of a memory-mapped safetensors file, as flame.streaming requires
     store = None if device.type == "cuda" else Path(tempfile.mkdtemp()) / "blocks.safetensors"
@@ -211,13 +210,12 @@ def in_turns(ours, call, x, p, store, device, a) -> list[dict]:
     model is unstreamed, moved whole to the device, and streamed again with plan `p`. A launch-bound eager step's time
     follows the CPU's speed, which drifts over a run, and a ratio of steps timed minutes apart drifted with it (SDXL
     4 GB: 0.85-1.44× over six H100 runs, 2026-11-27); each turn's ratio is of two steps timed seconds apart."""
-    turns, blocks = [], [q for u in ours.stream_units() for q in u.parameters()]
+    turns = []
     for _ in range(a.rounds):
         streamed = measure(lambda: step(call, x), device, a.warmup, a.reps)["ms"]
         unstream(ours).to(device)
         resident = measure(lambda: step(call, x), device, a.warmup, a.reps)["ms"]
-        for q in blocks: q.data = q.data.cpu()
-        if device.type == "cuda": torch.cuda.empty_cache()
+        blocks_to_host(ours)
         stream(ours, device, store=store, plan=p)
         turns.append({"streamed_ms": streamed, "resident_ms": resident, "ratio": streamed / resident})
     return turns
@@ -296,6 +294,10 @@ def table(res):
             print(f"{r['name']}: FLAME graph reserved GB / diffusers reserved GB {dict((k, round(v, 2)) for k, v in r['graph_reserved_vs_diffusers'].items())}")
 
 
+def add_rounds(ap: argparse.ArgumentParser):
+    ap.add_argument("--rounds", type=int, default=3, help="turns of streamed and resident steps timed one after the other (their ratio)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="large,medium", help="which sizes, in order: large, medium")
@@ -304,7 +306,7 @@ def main():
     ap.add_argument("--txt", type=int, default=333, help="text tokens (77 CLIP + 256 T5)")
     ap.add_argument("--large-budget", default="6GB", help="device budget of the streamed Large step ('min+N': the planner's minimum + N blocks)")
     ap.add_argument("--medium-budget", default="4GB", help="device budget of the streamed Medium step")
-    ap.add_argument("--rounds", type=int, default=3, help="turns of streamed and resident steps timed one after the other (their ratio)")
+    add_rounds(ap)
     ap.add_argument("--profile", action="store_true", help="instead of timing: the GPU kernels of one step, FLAME and diffusers")
     a = parse(ap, SMOKE)
     kinds = a.models.split(",")
@@ -317,7 +319,7 @@ def main():
            "diffusers": diffusers.__version__, "dtype": str(dtype).removeprefix("torch."), "latent": a.latent,
            "img_tokens": (a.latent // 2) ** 2, "txt_tokens": a.txt, "batch": 1, "warmup": a.warmup, "reps": a.reps,
            "step": "LoRA-like: frozen weights, the input requires grad, loss = mean(out²); streamed: with checkpointing",
-           "ratio_to_resident": "median over turns of streamed step ms / FLAME's resident step+checkpoint ms, timed one after the other",
+           "ratio_to_resident": RATIO_TO_RESIDENT,
            "models": {}}
     t0 = time.perf_counter()
     def save(kind, r):

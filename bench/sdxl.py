@@ -14,7 +14,7 @@ The measuring code is bench/sd3.py's (the same rows, the same table). Prints a t
 import argparse, datetime, gc, json, platform, time
 import torch
 from flux import parse
-from sd3 import compare, streamed_row, table
+from sd3 import RATIO_TO_RESIDENT, add_rounds, compare, streamed_row, table
 from flame.io import atomic_write
 from flame.models.layers import LazyTensor
 from flame.train import CudaGraphed
@@ -110,7 +110,7 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="the tiny UNet instead of SDXL base's size")
     ap.add_argument("--latent", type=int, default=128, help="latent side (128 = 1024² pixels)")
     ap.add_argument("--budget", default="4GB", help="device budget of the streamed step ('min+N': the planner's minimum + N blocks)")
-    ap.add_argument("--rounds", type=int, default=3, help="turns of streamed and resident steps timed one after the other (their ratio)")
+    add_rounds(ap)
     a = parse(ap, SMOKE)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -119,7 +119,7 @@ def main():
            "date": datetime.date.today().isoformat(), "torch": torch.__version__, "triton": triton.__version__, "diffusers": diffusers.__version__,
            "dtype": str(dtype).removeprefix("torch."), "latent": a.latent, "img_tokens": a.latent ** 2, "txt_tokens": 77, "batch": 1,
            "warmup": a.warmup, "reps": a.reps, "step": "LoRA-like: frozen weights, the input requires grad, loss = mean(out²); streamed: with checkpointing",
-           "ratio_to_resident": "median over turns of streamed step ms / FLAME's resident step+checkpoint ms, timed one after the other", "models": {}}
+           "ratio_to_resident": RATIO_TO_RESIDENT, "models": {}}
     t0 = time.perf_counter()
     def save(r):
         res["models"]["sdxl"] = r; res["wall_s"] = time.perf_counter() - t0

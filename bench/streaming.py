@@ -75,6 +75,12 @@ def rss() -> int:
     "This process's resident host memory now (bytes; pinned pages count)."
     return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) * 1024
 
+def blocks_to_host(model):
+    "The weights of `model`'s stream units moved to host memory (stream() packs them into its pinned pool), the device's cache emptied."
+    for u in model.stream_units():
+        for p in u.parameters(): p.data = p.data.cpu()
+    if torch.cuda.is_available(): torch.cuda.empty_cache()
+
 def budget_plan(measured: Plan, budget: str) -> Plan:
     "The plan under `budget`: a size ('8GB'), or 'min+N': the planner's minimum plus N (may be fractional) largest blocks."
     if budget.startswith("min+"): return replan(measured, measured.min_budget + int(float(budget[4:]) * max(measured.unit_bytes)))
@@ -103,10 +109,7 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
         res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss(),
                            "ratio_to_resident_bf16": t_res / t_bf16}
         print(f"resident fp8: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
-    # the blocks' weights go to host memory; stream() packs them into one pinned pool and frees them
-    for u in m.stream_units():
-        for p in u.parameters(): p.data = p.data.cpu()
-    torch.cuda.empty_cache()
+    blocks_to_host(m)                                        # stream() packs them into one pinned pool and frees them
     res["budgets"] = []
     measured = plan(m, "auto", x, device="cuda", step=step)    # the probe's measurements; each budget then picks a plan
     p8 = budget_plan(measured, budgets[0])
