@@ -1,12 +1,13 @@
 """Several GPUs (flame train --nproc N, NCCL): a Flux-dev-size LoRA (random weights in BFL's single-file layout, r16) at 1024²,
-batch 1 per GPU under an 8 GB budget per GPU, trained on 1 GPU and on N — s/step, samples/s and the scaling (issue target:
->= 1.85x on 2 GPUs) — and a check of the same path at a tiny size: N processes of batch 1 against 1 process of batch N
+batch 1 per GPU under an 8 GB budget per GPU, trained on 1 GPU and on N in turns (`--rounds`) — s/step, samples/s and the
+scaling (issue target: >= 1.85x on 2 GPUs), the median of the turns' — beside the host-to-device copy rate into each GPU alone
+and into all at once (each streaming rank copies most of the frozen weights every step), and a check of the same path at a tiny size: N processes of batch 1 against 1 process of batch N
 (the same global batch: the same losses and LoRA, to bf16 rounding). Prints a table last and writes JSON.
 
     python3 bench/distributed.py --out $OUT/distributed.json          # a machine with 2 or more GPUs (~37 GB of files in --work)
     python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
 """
-import argparse, json, statistics, sys, tempfile, time
+import argparse, json, statistics, sys, tempfile, threading, time
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -15,7 +16,7 @@ from train import SIZES
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "nbs"))
-SMOKE = dict(size="tiny", resolution=64, steps=3, budget=None)
+SMOKE = dict(size="tiny", resolution=64, steps=3, budget=None, rounds=1)
 
 
 def setup_files(work: Path, size: str, device: str) -> dict:
@@ -49,6 +50,24 @@ def run(cfg, data, size: str) -> dict:
             "seconds": time.perf_counter() - t0}
 
 
+def copy_rates(gpus: int, gib: float = 1.0, reps: int = 5) -> dict:
+    """Host-to-device GB/s from pinned memory into each GPU alone, then into all of them at once (a thread each, its own buffers):
+    whether the GPUs share the host's links — what N streaming ranks share."""
+    n = int(gib * 2**30)
+    src = [torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in range(gpus)]
+    dst = [torch.empty(n, dtype=torch.uint8, device=f"cuda:{i}") for i in range(gpus)]
+    def copy(i):
+        with torch.cuda.device(i), torch.cuda.stream(s := torch.cuda.Stream()):
+            for _ in range(reps): dst[i].copy_(src[i], non_blocking=True)
+        s.synchronize()
+    def rate(ids):
+        for i in ids: copy(i)                                         # (warm-up)
+        th = [threading.Thread(target=copy, args=(i,)) for i in ids]
+        t = time.perf_counter(); [x.start() for x in th]; [x.join() for x in th]
+        return reps * n * len(ids) / (time.perf_counter() - t) / 1e9
+    return {"alone": [rate([i]) for i in range(gpus)], "together": rate(list(range(gpus)))}
+
+
 def rel(a, b) -> float:
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
     return ((a - b).norm() / b.norm()).item()
@@ -66,7 +85,8 @@ def main():
     ap.add_argument("--size", choices=list(SIZES), default="dev", help="the Flux of the throughput runs")
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--resolution", type=int, default=1024)
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=2, help="turns of a 1-process run then an N-process one (the scaling: their median)")
     ap.add_argument("--budget", default="8GB", help="per GPU")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
@@ -83,9 +103,14 @@ def main():
     data = Shapes(n=16, size=a.resolution)
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "gpus": gpus, "date": time.strftime("%Y-%m-%d"),
            "torch": torch.__version__, "size": a.size, "resolution": a.resolution, "budget_per_gpu": a.budget}
-    one = run(replace(base, output=str(work / "one")), data, a.size)
-    many = run(replace(base, output=str(work / "many"), nproc=a.nproc), data, a.size)
-    res["throughput"] = {"one": one, "many": many, "scaling": a.nproc * one["s_per_step"] / many["s_per_step"] if many["s_per_step"] else None}
+    if device == "cuda": res["copy_gb_s"] = copy_rates(a.nproc)
+    turns = []                                                        # (runs minutes apart drift with the machine: in turns)
+    for _ in range(a.rounds):
+        one = run(replace(base, output=str(work / "one")), data, a.size)
+        many = run(replace(base, output=str(work / "many"), nproc=a.nproc), data, a.size)
+        turns.append({"one": one, "many": many, "scaling": a.nproc * one["s_per_step"] / many["s_per_step"] if many["s_per_step"] else None})
+    res["throughput"] = {**turns[-1], "turns": turns,
+                         "scaling": statistics.median(t["scaling"] for t in turns) if all(t["scaling"] for t in turns) else None}
     # the same global batch on 1 and on N processes: tiny, no budget
     if a.size != "tiny": files = setup_files(work, "tiny", "cuda" if gpus else "cpu")
     small = replace(base, checkpoint=files["checkpoint"], budget=None, resolution=256 if device == "cuda" else 64, steps=3)
@@ -100,7 +125,10 @@ def main():
         r = t[k]; sps = r["s_per_step"]
         print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0)"
               if sps else f"  {r['nproc']} process(es): too few steps to time")
-    if t["scaling"]: print(f"  scaling: {t['scaling']:.2f}x the samples/s of one process")
+    if t["scaling"]: print(f"  scaling: {t['scaling']:.2f}x the samples/s of one process (median of {len(t['turns'])} turns: "
+                           + ", ".join(f"{x['scaling']:.2f}x" for x in t["turns"]) + ")")
+    if c := res.get("copy_gb_s"):
+        print(f"  host-to-device copies: {', '.join(f'{r:.1f}' for r in c['alone'])} GB/s into each GPU alone, {c['together']:.1f} GB/s into all at once")
     print(f"  same global batch ({a.nproc} x 1 vs 1 x {a.nproc}, tiny): losses rel {s['losses_rel']:.1e}, LoRA rel {s['lora_rel']:.1e}")
 
 

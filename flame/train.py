@@ -32,15 +32,16 @@ from .diffusion import diffusion_loss, sample, training_noise, training_timestep
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
 
 # %% auto #0
-__all__ = ['TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'text_offset', 'check_text_cut', 'text_to', 'lock_path',
-           'check_unlocked', 'run_lock', 'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts',
-           'texts_cached', 'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward',
-           'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
-           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
-           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
-           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
-           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
-           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
+__all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'text_offset', 'check_text_cut', 'text_to',
+           'lock_path', 'check_unlocked', 'run_lock', 'disk_need', 'check_disk', 'host_need', 'host_available',
+           'run_prompts', 'texts_cached', 'texts_read', 'check_host', 'start_partial', 'commit', 'recover_replaced',
+           'updates_in_backward', 'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch',
+           'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs',
+           'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae',
+           'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
+           'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory',
+           'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch',
+           'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -469,15 +470,17 @@ def _loaded_bytes(files, itemsize: int, fp8: bool = False) -> int:
             total += math.prod(shape) * (1 if one else _INT_BYTES.get(dt, itemsize))
     return total
 
-def host_need(c: TrainConfig, device: torch.device, texts: bool = True) -> dict:
+TEXT_FOLDERS = ("text_encoder", "text_encoder_2", "text_encoder_3")    # (diffusers' folders; a single file is read whole)
+
+def host_need(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS) -> dict:
     """Bytes the run loads into host memory, by part, from its files (a model built in memory or a hub default: not counted);
-    `texts` False: every caption is cached, the text encoders are never read."""
+    `texts`: the text encoders' folders it reads (`texts_read`)."""
     item, need = (2 if device.type == "cuda" else 4), {}
     weights = _WEIGHTS[c.weights_dtype].itemsize if c.mode == "full" else item      # (a full fine-tune's weights: in its weights dtype)
     if c.checkpoint is not None and Path(c.checkpoint).exists():
         need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), weights, c.base_dtype == "fp8")
     if texts and c.text_encoder is not None and Path(c.text_encoder).exists():
-        need["text encoders"] = _loaded_bytes(_tensor_files(c.text_encoder, ("text_encoder", "text_encoder_2", "text_encoder_3")), item)
+        need["text encoders"] = _loaded_bytes(_tensor_files(c.text_encoder, texts), item)
     return need
 
 def host_available() -> int:
@@ -497,7 +500,13 @@ def texts_cached(c: TrainConfig, out: Path, text, source) -> bool:
     captions = dict.fromkeys(it.caption for it in source.items) | dict.fromkeys((*run_prompts(c, source), ""))
     return all(text_cache_path(out / "cache", text.name, s).exists() for s in captions)
 
-def check_host(c: TrainConfig, device: torch.device, texts: bool = True):
+def texts_read(c: TrainConfig, text, cached: bool) -> tuple:
+    """The text encoders' folders a run reads: all of them while a caption is not cached; none once every one is, or with
+    `text_encoder_lr` those that train (the frozen one, `text.frozen_folder`: T5, is released unread)."""
+    if not cached: return TEXT_FOLDERS
+    return () if c.text_encoder_lr is None else tuple(f for f in TEXT_FOLDERS if f != getattr(text, "frozen_folder", None))
+
+def check_host(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS):
     "Refuse in one line, before loading anything, when the machine cannot hold what the run loads into host memory."
     need, have = host_need(c, device, texts), host_available()
     if sum(need.values()) > have:
@@ -601,7 +610,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
     vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device="cpu", dtype=dtype)
     source = _data_if_valid(c, fam, data)
-    check_host(c, device, texts=c.text_encoder_lr is not None or source is None or not texts_cached(c, out, text, source))   # before loading the model (text encoders: read on first use)
+    check_host(c, device, texts_read(c, text, source is not None and texts_cached(c, out, text, source)))   # before loading the model (text encoders: read on first use)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)

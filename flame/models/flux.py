@@ -385,6 +385,7 @@ class FluxTextEncoder(LaterNets):
         with torch.no_grad():
             if cached is not None: return cached.to(pooled.device), pooled
             return self.t5(self._ids(self.t5_tokenizer, captions, self.max_length)).last_hidden_state, pooled
+    frozen_folder = "text_encoder_2"                               # (T5's, which a run never reads once its captions are cached)
     def release_frozen(self) -> int:
         "Free T5 when only CLIP goes on (a run training its LoRA takes the context from its cache); the bytes freed."
         return release_net(self, "t5")

@@ -361,6 +361,7 @@ class SD3TextEncoder(LaterNets):
                 if cached is not None: t5 = cached[:, clip_ctx.shape[1]:].to(clip_ctx.device)
                 else: t5 = self.t5(self._ids(self.tokenizers[2], captions, self.max_length)).last_hidden_state
             return torch.cat((F.pad(clip_ctx, (0, self.dim - clip_ctx.shape[-1])).to(t5.dtype), t5), 1), torch.cat(pooled, -1)
+    frozen_folder = "text_encoder_3"                               # (T5's, which a run never reads once its captions are cached)
     def release_frozen(self) -> int:
         "Free T5 when only the CLIPs go on (a run training their LoRA takes T5's rows from its cache); the bytes freed."
         return release_net(self, "t5")
