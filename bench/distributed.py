@@ -5,7 +5,11 @@ and into all at once (each streaming rank copies most of the frozen weights ever
 (the same global batch: the same losses and LoRA, to bf16 rounding). Prints a table last and writes JSON.
 
     python3 bench/distributed.py --out $OUT/distributed.json          # a machine with 2 or more GPUs (~37 GB of files in --work)
+    python3 bench/distributed.py --mode full --budget 12GB --out $OUT/distributed_full.json   # Flux-dev fully fine-tuned, layer-wise
     python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
+
+`--mode full` trains every weight instead (bf16 weights, Adafactor, each block clipped to its share and updated in its
+backward: the README's 12 GB recipe); under a budget each process keeps its own copy of the weights and state in host memory.
 """
 import argparse, json, statistics, sys, tempfile, threading, time
 from dataclasses import replace
@@ -88,6 +92,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=2, help="turns of a 1-process run then an N-process one (the scaling: their median)")
     ap.add_argument("--budget", default="8GB", help="per GPU")
+    ap.add_argument("--mode", choices=["lora", "full"], default="lora")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
     from flame.data import Shapes
@@ -100,9 +105,10 @@ def main():
     base = TrainConfig(model="flux-dev", checkpoint=files["checkpoint"], vae=files["field"], text_encoder=files["field"], budget=a.budget,
                        resolution=a.resolution, steps=a.steps, batch_size=1, rank=16, lr=1e-4, save_every=0, sample_seeds=1, sample_steps=1,
                        progress=False, overwrite=True, device=device)
+    if a.mode == "full": base = replace(base, mode="full", weights_dtype="bf16", optimizer="adafactor", clip="unit")
     data = Shapes(n=16, size=a.resolution)
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "gpus": gpus, "date": time.strftime("%Y-%m-%d"),
-           "torch": torch.__version__, "size": a.size, "resolution": a.resolution, "budget_per_gpu": a.budget}
+           "torch": torch.__version__, "size": a.size, "mode": a.mode, "resolution": a.resolution, "budget_per_gpu": a.budget}
     if device == "cuda": res["copy_gb_s"] = copy_rates(a.nproc)
     turns = []                                                        # (runs minutes apart drift with the machine: in turns)
     for _ in range(a.rounds):
@@ -120,7 +126,8 @@ def main():
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     t, s = res["throughput"], res["same_global_batch"]
-    print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} LoRA r16 at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
+    what = "LoRA r16" if a.mode == "lora" else "full fine-tune (bf16, Adafactor, --clip unit)"
+    print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} {what} at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
     for k in ("one", "many"):
         r = t[k]; sps = r["s_per_step"]
         print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0)"
@@ -129,7 +136,7 @@ def main():
                            + ", ".join(f"{x['scaling']:.2f}x" for x in t["turns"]) + ")")
     if c := res.get("copy_gb_s"):
         print(f"  host-to-device copies: {', '.join(f'{r:.1f}' for r in c['alone'])} GB/s into each GPU alone, {c['together']:.1f} GB/s into all at once")
-    print(f"  same global batch ({a.nproc} x 1 vs 1 x {a.nproc}, tiny): losses rel {s['losses_rel']:.1e}, LoRA rel {s['lora_rel']:.1e}")
+    print(f"  same global batch ({a.nproc} x 1 vs 1 x {a.nproc}, tiny): losses rel {s['losses_rel']:.1e}, trained weights rel {s['lora_rel']:.1e}")
 
 
 if __name__ == "__main__":

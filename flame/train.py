@@ -22,7 +22,7 @@ from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline, storage_bytes
 from .streaming import BudgetTooSmall, host_weights, stream
-from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer
+from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_bytes
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
@@ -33,15 +33,15 @@ from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _dige
 
 # %% auto #0
 __all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'text_offset', 'check_text_cut', 'text_to',
-           'lock_path', 'check_unlocked', 'run_lock', 'disk_need', 'check_disk', 'host_need', 'host_available',
-           'run_prompts', 'texts_cached', 'texts_read', 'check_host', 'start_partial', 'commit', 'recover_replaced',
-           'updates_in_backward', 'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch',
-           'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs',
-           'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae',
-           'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
-           'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory',
-           'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch',
-           'train']
+           'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written', 'disk_need', 'check_disk', 'host_need',
+           'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'check_host', 'start_partial', 'commit',
+           'recover_replaced', 'updates_in_backward', 'check_layerwise', 'text_on', 'setup', 'TrainState',
+           'start_state', 'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed',
+           'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics',
+           'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
+           'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
+           'check_step_memory', 'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store',
+           'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -425,11 +425,18 @@ def _existing(path: Path) -> Path:
     while not path.exists(): path = path.parent
     return path
 
+def checkpoints_written(c: TrainConfig) -> int:
+    "How many checkpoints a run writes: one every `save_every` steps and one at its last step."
+    return c.steps // c.save_every + (c.steps % c.save_every > 0) if c.save_every else 1
+
 def disk_need(c: TrainConfig, model: DiffusionModel, ds: LatentDataset, device: torch.device) -> dict:
-    "Bytes the run will write, by kind (upper estimates; fp32 everywhere the trainer may write fp32)."
-    n = sum(p.numel() for p in model.net.parameters() if p.requires_grad)
-    need = {"checkpoints": 3 * n * 4 * (3 + (c.ema is not None)),
-            "weights": n * 4 if c.mode == "lora" else sum(p.numel() * 4 for p in model.net.parameters())}
+    """Bytes the run will write, by kind: its checkpoints (the last two are kept, and a third is written beside them; each the
+    optimizer's `state_dict` in the weights' dtype, the EMA, the loss history), the trained weights (LoRA: fp32) and the caches."""
+    shapes = [p.shape for p in model.net.parameters() if p.requires_grad]
+    n, dtype = sum(math.prod(s) for s in shapes), _WEIGHTS[c.weights_dtype] if c.mode == "full" else torch.float32
+    one = optimizer_state_bytes(c.optimizer, shapes, dtype) - 4 * n + (n * dtype.itemsize if c.ema is not None else 0) + 32 * c.steps
+    need = {"checkpoints": min(3, checkpoints_written(c)) * one,     # (optimizer_state_bytes counts fp32 gradients: not saved)
+            "weights": n * 4 if c.mode == "lora" else sum(p.numel() for p in model.net.parameters()) * dtype.itemsize}
     if ds.cache_dir is not None:
         text, dims = ds.text_encoder, model.text_dims                   # (sized, not encoded: the encoders move once, to cache)
         latent = ds.vae.channels * (c.res // ds.vae.factor) ** 2 * 4
