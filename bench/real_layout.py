@@ -1,12 +1,15 @@
 """The whole run inside the budget, on real layouts: a full-size random Flux-dev in BFL's single-file layout, and a full-size
 random T5-XXL, CLIP-L and Flux VAE in the diffusers FLUX.1-dev folder layout (real weights cannot be downloaded on the GPU
 machine: random weights, real shapes and file layouts), trained with `flame train`'s own path — `train(TrainConfig(model=
-"flux-dev", checkpoint=…, vae=…, text_encoder=…, data=…, budget=…))` — in a fresh process. Records the GPU peak of each stage
+"flux-dev", checkpoint=…, vae=…, text_encoder=…, data=…, budget=…))` — in a fresh process. `--model sd3.5-large` (or
+sd3.5-medium) does the same for SD3.5: a bare MMDiT file as Stability's, and CLIP-L, OpenCLIP bigG, T5-XXL and SD3's VAE in the
+diffusers stable-diffusion-3.5 folder layout; its sample grids run with classifier-free guidance (two forwards a step). Records the GPU peak of each stage
 (caching, each training step, sampling), the process's peak host RSS (os.wait4) beside what the run's host-memory check counted
 before it started (flame.train.host_need), the time to the first step by stage, s/step
 and seconds per sampled image. Prints a table last and writes JSON.
 
     python3 bench/real_layout.py --out $OUT/real_layout.json            # GPU: ~37 GB of files written to --work (default /tmp)
+    python3 bench/real_layout.py --model sd3.5-large --budget 6GB --out $OUT/real_layout_sd3.json    # ~33 GB of files
     python3 bench/real_layout.py --smoke --out /tmp/real_layout.json    # the same path, tiny sizes (CPU or GPU, a minute)
 """
 import argparse, json, os, subprocess, sys, tempfile, time
@@ -26,6 +29,11 @@ FULL = {"clip": dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, 
 SMALL = {"clip": dict(vocab_size=64, hidden_size=768, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2),
          "t5": dict(vocab_size=64, d_model=4096, d_kv=8, d_ff=64, num_layers=3, num_heads=2, feed_forward_proj="gated-gelu"),
          "vae": dict(block_out_channels=(8, 8, 16, 16), layers_per_block=1, norm_num_groups=4)}
+# diffusers' stable-diffusion-3.5 folder: text_encoder (CLIP-L), text_encoder_2 (OpenCLIP bigG), text_encoder_3 (T5-v1.1-XXL), vae
+SD3_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, projection_dim=768,
+                  hidden_act="quick_gelu"),
+             dict(vocab_size=49408, hidden_size=1280, intermediate_size=5120, num_hidden_layers=32, num_attention_heads=20, projection_dim=1280,
+                  hidden_act="gelu"))
 SMOKE = dict(size="tiny", resolution=64, steps=2, budget=None, images=4, sample_steps=2)
 
 
@@ -40,11 +48,17 @@ def random_hf(cls, config, folder: Path, device):
     model.save_pretrained(folder)
 
 
-def build(work: Path, size: str, resolution: int, images: int, device) -> dict:
+def build(work: Path, model: str, size: str, resolution: int, images: int, device) -> dict:
     "Write the checkpoint, the diffusers folder and a captioned image folder under `work`; their paths."
+    paths = (build_flux if model == "flux-dev" else build_sd3)(work, model, size, device)
+    write_images(Path(paths["data"]), resolution, images)
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return paths
+
+
+def build_flux(work: Path, model: str, size: str, device) -> dict:
     from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
     from diffusers import AutoencoderKL
-    from PIL import Image
     from flame.models.flux import FluxConfig
     dims = FULL if size == "dev" else SMALL
     field, data, ckpt = work / "FLUX.1-dev", work / "data", work / "flux1-dev.safetensors"
@@ -59,6 +73,39 @@ def build(work: Path, size: str, resolution: int, images: int, device) -> dict:
         random_hf(AutoencoderKL, dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=16,
                                       scaling_factor=0.3611, shift_factor=0.1159, use_quant_conv=False, use_post_quant_conv=False,
                                       **dims["vae"]), field / "vae", device)
+    return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
+
+
+def build_sd3(work: Path, model: str, size: str, device) -> dict:
+    "SD3.5 at full size (`size` dev), or a tiny MMDiT with the test fixtures' tiny encoders (given to the trainer as a model)."
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
+    from diffusers import AutoencoderKL
+    from flame.models.sd3 import SD3Config
+    from fixtures import tiny_sd3_components
+    from sd3 import random_sd3
+    kind = model.removeprefix("sd3.5-")
+    field, data, ckpt = work / f"stable-diffusion-3.5-{kind}", work / "data", work / f"sd3.5_{kind}.safetensors"
+    if not ckpt.exists():
+        cfg = (SD3Config.large() if kind == "large" else SD3Config.medium()) if size == "dev" else \
+              SD3Config.tiny(in_channels=16, out_channels=16, context_in_dim=96, pooled_dim=80)    # (tiny_sd3_components' widths)
+        random_sd3(cfg, device, torch.bfloat16).save_safetensors(ckpt)
+    if not (field / "vae" / "config.json").exists():
+        if size != "dev": tiny_sd3_components(field)
+        else:
+            for sub, bos, n in (("tokenizer", True, 77), ("tokenizer_2", True, 77), ("tokenizer_3", False, 256)): _save_tokenizer(field / sub, bos, n)
+            for sub, dims in zip(("text_encoder", "text_encoder_2"), SD3_CLIPS):
+                random_hf(CLIPTextModelWithProjection, CLIPTextConfig(**dims, max_position_embeddings=77, pad_token_id=0, eos_token_id=1,
+                                                                      bos_token_id=3), field / sub, device)
+            random_hf(T5EncoderModel, T5Config(**FULL["t5"], pad_token_id=0, eos_token_id=1), field / "text_encoder_3", device)
+            random_hf(AutoencoderKL, dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=16,
+                                          scaling_factor=1.5305, shift_factor=0.0609, use_quant_conv=False, use_post_quant_conv=False,
+                                          **FULL["vae"]), field / "vae", device)
+    return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
+
+
+def write_images(data: Path, resolution: int, images: int):
+    "`images` blocky random pictures with six-word captions."
+    from PIL import Image
     data.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(0)
     for i in range(images):
@@ -66,17 +113,16 @@ def build(work: Path, size: str, resolution: int, images: int, device) -> dict:
         Image.fromarray(px.numpy()).resize((resolution, resolution), Image.NEAREST).save(data / f"{i:03d}.png")
         words = [WORDS[4 + int(j)] for j in torch.randint(0, len(WORDS) - 4, (6,), generator=g)]
         (data / f"{i:03d}.txt").write_text(" ".join(words))
-    torch.cuda.empty_cache() if torch.cuda.is_available() else None
-    return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
 
 
 CHILD = """import json, sys, time, torch
 import flame.train as T
 cfg, out = json.loads(sys.argv[1]), sys.argv[2]
 net = None
-if cfg.pop("direct", False):                         # (--size tiny: not flux-dev's shape, so given as a model, not a --checkpoint)
+if cfg.pop("direct", False):                         # (--size tiny: not the family's shape, so given as a model, not a --checkpoint)
     from flame.models.flux import Flux
-    net = Flux.from_safetensors(cfg.pop("checkpoint"), dtype=torch.bfloat16 if cfg["device"] == "cuda" else torch.float32)
+    from flame.models.sd3 import SD3
+    net = (Flux if cfg["model"] == "flux-dev" else SD3).from_safetensors(cfg.pop("checkpoint"), dtype=torch.bfloat16 if cfg["device"] == "cuda" else torch.float32)
 peaks, sampled = {}, []
 inner = T.sample_images
 def sample_images(*a, **kw):                        # the GPU peak and the seconds of each sampled grid
@@ -115,7 +161,8 @@ def run_child(cfg: dict, out: Path) -> tuple[dict, int]:
 def main():
     from flux import parse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", choices=["dev", "tiny"], default="dev", help="the transformer (tiny: bench/train.py's, Flux-dev's interface)")
+    ap.add_argument("--model", choices=["flux-dev", "sd3.5-large", "sd3.5-medium"], default="flux-dev")
+    ap.add_argument("--size", choices=["dev", "tiny"], default="dev", help="dev: the model's full size; tiny: small (bench/train.py's Flux, the fixtures' SD3)")
     ap.add_argument("--resolution", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=1, help="samples per step (Flux-dev at 1024² under 8 GB: 1, as peers run it)")
@@ -127,21 +174,21 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     work = Path(a.work or tempfile.mkdtemp())
     t0 = time.perf_counter()
-    paths = build(work, a.size, a.resolution, a.images, device)
+    paths = build(work, a.model, a.size, a.resolution, a.images, device)
     built = time.perf_counter() - t0
-    cfg = dict(model="flux-dev", checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
+    cfg = dict(model=a.model, checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
                budget=a.budget, resolution=a.resolution, batch_size=a.batch_size, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
                sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
     from flame.train import TrainConfig, host_need
-    need = host_need(TrainConfig(model="flux-dev", checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
+    need = host_need(TrainConfig(model=a.model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
     r, rss = run_child(cfg, work / "result.json")
     per_image = sum(s for _, s in r["sampled"]) / max(1, sum(n for n, _ in r["sampled"]))
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-           "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need, "per_image_seconds": per_image, **r}
+           "model": a.model, "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need, "per_image_seconds": per_image, **r}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     gib = lambda b: "-" if b is None else f"{b / 2**30:.2f} GiB"
-    print(f"{res['device']}  {res['date']}  torch {res['torch']}  Flux-{a.size} LoRA at {a.resolution}², batch {a.batch_size}, budget {a.budget}, policy {r['policy']}")
+    print(f"{res['device']}  {res['date']}  torch {res['torch']}  {a.model} ({a.size}) LoRA at {a.resolution}², batch {a.batch_size}, budget {a.budget}, policy {r['policy']}")
     print(f"{'GPU peak: caching':32s} {gib(r['measured'].get('caching'))}")
     print(f"{'GPU peak: training steps' if device == 'cuda' else 'RSS: training steps':32s} {gib(max(r['step_peaks']))}")
     print(f"{'GPU peak: sampling':32s} {gib(r['sampling_peak'])}")
