@@ -144,6 +144,7 @@ json.dump({"policy": r.policy, "measured": r.measured, "times": r.times, "first_
            "step_peaks": [x["mem_bytes"] for x in rows], "step_seconds": [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])],
            "sampling_peak": peaks.get("sampling"), "sampled": sampled, "losses": r.losses,
            "plan": repr(plans[0]) if plans else None, "encoder_bytes": sum(freed),
+           "stream_plan": repr(plans[0].stream) if plans and plans[0].stream is not None else None,   # (its units resident, moves, predicted step)
            "streamed_forward_s": plans[0].stream.predicted_forward if plans and plans[0].stream is not None else None}, open(out, "w"))
 """
 
@@ -200,6 +201,7 @@ def main():
     print(f"{'time to the first step':32s} {r['first_step']:.1f} s  " + ", ".join(f"{k} {v:.1f}" for k, v in r["times"].items() if k != "training"))
     print(f"{'s/step (median after the first)':32s} " + (f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}" if r["step_seconds"] else "-"))
     fwd = r["streamed_forward_s"]
+    if r["stream_plan"]: print(f"{'the streamed plan':32s} {r['stream_plan']}")
     print(f"{'sampling, s per image':32s} {per_image:.2f} ({a.sample_steps} steps" +
           (f"; {per_image / (a.sample_steps * fwd):.2f}x the planner's streamed forward, {fwd * 1e3:.0f} ms)" if fwd else ")"))
 
