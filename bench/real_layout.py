@@ -3,13 +3,16 @@ random T5-XXL, CLIP-L and Flux VAE in the diffusers FLUX.1-dev folder layout (re
 machine: random weights, real shapes and file layouts), trained with `flame train`'s own path — `train(TrainConfig(model=
 "flux-dev", checkpoint=…, vae=…, text_encoder=…, data=…, budget=…))` — in a fresh process. `--model sd3.5-large` (or
 sd3.5-medium) does the same for SD3.5: a bare MMDiT file as Stability's, and CLIP-L, OpenCLIP bigG, T5-XXL and SD3's VAE in the
-diffusers stable-diffusion-3.5 folder layout; its sample grids run with classifier-free guidance (two forwards a step). Records the GPU peak of each stage
+diffusers stable-diffusion-3.5 folder layout; its sample grids run with classifier-free guidance (two forwards a step).
+`--model sdxl`: one sgm single file as `sd_xl_base_1.0.safetensors` is laid out (the UNet, VAE, CLIP-L and bigG), given
+alone as `--checkpoint`, the tokenizers from a Hugging Face cache (word-level ones, under SDXL's repository names). Records the GPU peak of each stage
 (caching, each training step, sampling), the process's peak host RSS (os.wait4) beside what the run's host-memory check counted
 before it started (flame.train.host_need), the time to the first step by stage, s/step
 and seconds per sampled image. Prints a table last and writes JSON.
 
     python3 bench/real_layout.py --out $OUT/real_layout.json            # GPU: ~37 GB of files written to --work (default /tmp)
     python3 bench/real_layout.py --model sd3.5-large --budget 6GB --out $OUT/real_layout_sd3.json    # ~33 GB of files
+    python3 bench/real_layout.py --model sdxl --budget 4GB --out $OUT/real_layout_sdxl.json           # ~7 GB
     python3 bench/real_layout.py --smoke --out /tmp/real_layout.json    # the same path, tiny sizes (CPU or GPU, a minute)
 """
 import argparse, json, os, subprocess, sys, tempfile, time
@@ -34,23 +37,32 @@ SD3_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num
                   hidden_act="quick_gelu"),
              dict(vocab_size=49408, hidden_size=1280, intermediate_size=5120, num_hidden_layers=32, num_attention_heads=20, projection_dim=1280,
                   hidden_act="gelu"))
+# sd_xl_base_1.0's CLIP-L (CLIPTextModel) and bigG (with its projection), and its VAE (4 latent channels, quant convs)
+SDXL_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, hidden_act="quick_gelu"),
+              SD3_CLIPS[1])
+SDXL_VAE = dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=4, scaling_factor=0.13025, **FULL["vae"])
 SMOKE = dict(size="tiny", resolution=64, steps=2, budget=None, images=4, sample_steps=2)
 
 
 NORMS = ("norm.weight", "norm1.weight", "norm2.weight", "norm_out.weight")      # scales of layer/group norms: 1, as trained models' are near
 
 
-def random_hf(cls, config, folder: Path, device):
-    "A transformers/diffusers model built on meta, N(0, 0.02) weights (norm scales 1) on `device` in bf16, saved with save_pretrained."
+def random_model(cls, config, device):
+    "A transformers/diffusers model built on meta, N(0, 0.02) weights (norm scales 1) on `device` in bf16."
     with torch.device("meta"): model = cls(**config) if isinstance(config, dict) else cls(config)
     model = random_weights(model, device, torch.bfloat16, ones=NORMS)
     if hasattr(model, "tie_weights"): model.tie_weights()               # (T5: the embedding is shared; to_empty untied it)
-    model.save_pretrained(folder)
+    return model
+
+
+def random_hf(cls, config, folder: Path, device):
+    "`random_model`, saved with save_pretrained."
+    random_model(cls, config, device).save_pretrained(folder)
 
 
 def build(work: Path, model: str, size: str, resolution: int, images: int, device) -> dict:
     "Write the checkpoint, the diffusers folder and a captioned image folder under `work`; their paths."
-    paths = (build_flux if model == "flux-dev" else build_sd3)(work, model, size, device)
+    paths = {"flux-dev": build_flux, "sdxl": build_sdxl}.get(model, build_sd3)(work, model, size, device)
     write_images(Path(paths["data"]), resolution, images)
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
     return paths
@@ -103,6 +115,30 @@ def build_sd3(work: Path, model: str, size: str, device) -> dict:
     return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
 
 
+def build_sdxl(work: Path, model: str, size: str, device) -> dict:
+    "SDXL base's single file at full size (`size` dev: random, unit-gain UNet), or tiny (the fixtures' encoders); a Hugging Face cache of tokenizers."
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+    from diffusers import AutoencoderKL
+    from flame.models.layers import write_safetensors
+    from flame.models.sdxl import SDXLConfig, SDXLUNet, SDXL_TOKENIZERS
+    from fixtures import sgm_single_file, sdxl_standard_encoders, fake_hub_tokenizers
+    from sdxl import unit_gain
+    ckpt, hub, data = work / "sd_xl_base_1.0.safetensors", work / "hub", work / "data"
+    if not ckpt.exists():
+        with torch.device("meta"): unet = SDXLUNet(SDXLConfig.base() if size == "dev" else SDXLConfig.tiny(context_dim=64 + 128))
+        unet = unit_gain(unet, device, torch.bfloat16)
+        if size == "dev":
+            ids, (l, g) = dict(max_position_embeddings=77, pad_token_id=0, eos_token_id=1, bos_token_id=3), SDXL_CLIPS
+            encoders = [random_model(AutoencoderKL, SDXL_VAE, device), random_model(CLIPTextModel, CLIPTextConfig(**l, **ids), device),
+                        random_model(CLIPTextModelWithProjection, CLIPTextConfig(**g, **ids), device)]
+        else: encoders = sdxl_standard_encoders()
+        write_safetensors(sgm_single_file(unet.state_dict(), *encoders), ckpt); del unet, encoders
+    if not hub.exists():
+        for sub in ("tokenizer", "tokenizer_2"): _save_tokenizer(work / "tokenizers" / sub, True, 77)
+        fake_hub_tokenizers(hub, work / "tokenizers", SDXL_TOKENIZERS)
+    return {"checkpoint": str(ckpt), "field": None, "data": str(data), "hub": str(hub)}
+
+
 def write_images(data: Path, resolution: int, images: int):
     "`images` blocky random pictures with six-word captions."
     from PIL import Image
@@ -122,7 +158,11 @@ net = None
 if cfg.pop("direct", False):                         # (--size tiny: not the family's shape, so given as a model, not a --checkpoint)
     from flame.models.flux import Flux
     from flame.models.sd3 import SD3
-    net = (Flux if cfg["model"] == "flux-dev" else SD3).from_safetensors(cfg.pop("checkpoint"), dtype=torch.bfloat16 if cfg["device"] == "cuda" else torch.float32)
+    from flame.models.sdxl import SDXLConfig, SDXLUNet, SDXLDenoiser
+    dtype, tiny = torch.bfloat16 if cfg["device"] == "cuda" else torch.float32, SDXLConfig.tiny()
+    if cfg["model"] == "sdxl":                      # (the file's encoders are read from it: its path stays)
+        net = SDXLDenoiser(SDXLUNet.from_safetensors(cfg["checkpoint"], dtype=dtype, head_dim=tiny.head_dim, norm_groups=tiny.norm_groups), vae_factor=2)
+    else: net = (Flux if cfg["model"] == "flux-dev" else SD3).from_safetensors(cfg.pop("checkpoint"), dtype=dtype)
 peaks, sampled = {}, []
 inner = T.sample_images
 def sample_images(*a, **kw):                        # the GPU peak and the seconds of each sampled grid
@@ -149,9 +189,11 @@ json.dump({"policy": r.policy, "measured": r.measured, "times": r.times, "first_
 """
 
 
-def run_child(cfg: dict, out: Path) -> tuple[dict, int]:
-    "`train(TrainConfig(**cfg))` in a fresh process: its JSON result and its peak RSS in bytes (os.wait4)."
+def run_child(cfg: dict, out: Path, hub: str | None = None) -> tuple[dict, int]:
+    """`train(TrainConfig(**cfg))` in a fresh process: its JSON result and its peak RSS in bytes (os.wait4). `hub`: the Hugging
+    Face cache it reads tokenizers from, offline."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    if hub: env |= {"HF_HUB_CACHE": hub, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(cfg), str(out)], env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -162,7 +204,7 @@ def run_child(cfg: dict, out: Path) -> tuple[dict, int]:
 def main():
     from flux import parse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=["flux-dev", "sd3.5-large", "sd3.5-medium"], default="flux-dev")
+    ap.add_argument("--model", choices=["flux-dev", "sd3.5-large", "sd3.5-medium", "sdxl"], default="flux-dev")
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev", help="dev: the model's full size; tiny: small (bench/train.py's Flux, the fixtures' SD3)")
     ap.add_argument("--resolution", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=4)
@@ -182,7 +224,7 @@ def main():
                sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
     from flame.train import TrainConfig, host_need
     need = host_need(TrainConfig(model=a.model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
-    r, rss = run_child(cfg, work / "result.json")
+    r, rss = run_child(cfg, work / "result.json", paths.get("hub"))
     per_image = sum(s for _, s in r["sampled"]) / max(1, sum(n for n, _ in r["sampled"]))
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
            "model": a.model, "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need, "per_image_seconds": per_image, **r}
