@@ -970,7 +970,10 @@ def _broadcast(run: Run, obj):
 def _follow_output(run: Run) -> Prompts:
     "A rank > 0: read latents and captions from rank 0's cache once it is filled (the prompts: only rank 0 samples)."
     cache = _broadcast(run, None)
-    if run.data.cache_dir is not None: run.data.cache_dir = cache
+    if run.data.cache_dir is not None:
+        if not Path(cache).is_dir(): raise ValueError(f"output: rank {run.rank} cannot see rank 0's cache {cache}; on several nodes "
+                                                      "--output must be on a filesystem every node mounts")
+        run.data.cache_dir = cache
     return Prompts((), torch.empty(0), torch.empty(0))
 
 def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: str) -> Tensor:
