@@ -13,7 +13,7 @@ and seconds per sampled image. Prints a table last and writes JSON.
     python3 bench/real_layout.py --out $OUT/real_layout.json            # GPU: ~37 GB of files written to --work (default /tmp)
     python3 bench/real_layout.py --model sd3.5-large --budget 6GB --out $OUT/real_layout_sd3.json    # ~33 GB of files
     python3 bench/real_layout.py --model sdxl --budget 4GB --out $OUT/real_layout_sdxl.json           # ~7 GB
-    python3 bench/real_layout.py --smoke --out /tmp/real_layout.json    # the same path, tiny sizes (CPU or GPU, a minute)
+    python3 bench/real_layout.py --smoke --out /tmp/real_layout.json    # the same paths (Flux, SD3.5, SDXL), tiny sizes (CPU or GPU, about a minute)
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -41,7 +41,8 @@ SD3_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num
 SDXL_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, hidden_act="quick_gelu"),
               SD3_CLIPS[1])
 SDXL_VAE = dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=4, scaling_factor=0.13025, **FULL["vae"])
-SMOKE = dict(size="tiny", resolution=64, steps=2, budget=None, images=4, sample_steps=2)
+MODELS = ("flux-dev", "sd3.5-large", "sd3.5-medium", "sdxl")
+SMOKE = dict(model="flux-dev,sd3.5-large,sdxl", size="tiny", resolution=64, steps=2, budget=None, images=4, sample_steps=2)
 
 
 NORMS = ("norm.weight", "norm1.weight", "norm2.weight", "norm_out.weight")      # scales of layer/group norms: 1, as trained models' are near
@@ -204,7 +205,7 @@ def run_child(cfg: dict, out: Path, hub: str | None = None) -> tuple[dict, int]:
 def main():
     from flux import parse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=["flux-dev", "sd3.5-large", "sd3.5-medium", "sdxl"], default="flux-dev")
+    ap.add_argument("--model", default="flux-dev", help=f"one of {', '.join(MODELS)}, or several, comma-separated (each in turn)")
     ap.add_argument("--size", choices=["dev", "tiny"], default="dev", help="dev: the model's full size; tiny: small (bench/train.py's Flux, the fixtures' SD3)")
     ap.add_argument("--resolution", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=4)
@@ -214,24 +215,37 @@ def main():
     ap.add_argument("--sample-steps", type=int, default=4)
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
+    models = a.model.split(",")
+    if bad := [m for m in models if m not in MODELS]: ap.error(f"--model: expected some of {', '.join(MODELS)}, got {', '.join(bad)}")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     work = Path(a.work or tempfile.mkdtemp())
+    runs = {m: run_model(a, m, work / m if len(models) > 1 else work, device) for m in models}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(runs[models[0]] if len(models) == 1 else runs, indent=1, default=str))
+    for res in runs.values(): table(res, a, device)
+
+
+def run_model(a, model: str, work: Path, device) -> dict:
+    "Build `model`'s files under `work`, train from them in a fresh process; the run's record."
     t0 = time.perf_counter()
-    paths = build(work, a.model, a.size, a.resolution, a.images, device)
+    paths = build(work, model, a.size, a.resolution, a.images, device)
     built = time.perf_counter() - t0
-    cfg = dict(model=a.model, checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
+    cfg = dict(model=model, checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
                budget=a.budget, resolution=a.resolution, batch_size=a.batch_size, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
                sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
     from flame.train import TrainConfig, host_need
-    need = host_need(TrainConfig(model=a.model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
+    need = host_need(TrainConfig(model=model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
     r, rss = run_child(cfg, work / "result.json", paths.get("hub"))
     per_image = sum(s for _, s in r["sampled"]) / max(1, sum(n for n, _ in r["sampled"]))
-    res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-           "model": a.model, "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need, "per_image_seconds": per_image, **r}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    return {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+            "model": model, "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need,
+            "per_image_seconds": per_image, **r}
+
+
+def table(r: dict, a, device):
     gib = lambda b: "-" if b is None else f"{b / 2**30:.2f} GiB"
-    print(f"{res['device']}  {res['date']}  torch {res['torch']}  {a.model} ({a.size}) LoRA at {a.resolution}², batch {a.batch_size}, budget {a.budget}, policy {r['policy']}")
+    rss, need, per_image = r["peak_rss"], r["host_need"], r["per_image_seconds"]
+    print(f"{r['device']}  {r['date']}  torch {r['torch']}  {r['model']} ({a.size}) LoRA at {a.resolution}², batch {a.batch_size}, budget {a.budget}, policy {r['policy']}")
     print(f"{'GPU peak: caching':32s} {gib(r['measured'].get('caching'))}")
     print(f"{'GPU peak: training steps' if device == 'cuda' else 'RSS: training steps':32s} {gib(max(r['step_peaks']))}")
     print(f"{'GPU peak: sampling':32s} {gib(r['sampling_peak'])}")
@@ -246,7 +260,6 @@ def main():
     if r["stream_plan"]: print(f"{'the streamed plan':32s} {r['stream_plan']}")
     print(f"{'sampling, s per image':32s} {per_image:.2f} ({a.sample_steps} steps" +
           (f"; {per_image / (a.sample_steps * fwd):.2f}x the planner's streamed forward, {fwd * 1e3:.0f} ms)" if fwd else ")"))
-
 
 if __name__ == "__main__":
     main()
