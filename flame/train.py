@@ -265,6 +265,10 @@ def _rank_world() -> tuple[int, int]:
     import torch.distributed as dist
     return (dist.get_rank(), dist.get_world_size()) if dist.is_available() and dist.is_initialized() else (0, 1)
 
+def _local_world(world: int) -> int:
+    "How many of the run's `world` processes share this host (what host memory holds): torchrun's LOCAL_WORLD_SIZE, else all."
+    return int(os.environ.get("LOCAL_WORLD_SIZE", world))
+
 def _rank_device(device: torch.device, world: int) -> torch.device:
     "With several processes on CUDA, each takes its own GPU: cuda:LOCAL_RANK."
     if world == 1 or device.type != "cuda": return device
@@ -513,14 +517,18 @@ def texts_read(c: TrainConfig, text, cached: bool) -> tuple:
     if not cached: return TEXT_FOLDERS
     return () if c.text_encoder_lr is None else tuple(f for f in TEXT_FOLDERS if f != getattr(text, "frozen_folder", None))
 
-def check_host(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS):
-    "Refuse in one line, before loading anything, when the machine cannot hold what the run loads into host memory."
+def check_host(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS, procs: int = 1):
+    """Refuse in one line, before loading anything, when the machine cannot hold what the run loads into host memory; `procs`
+    of its processes on this host: each holds its own base model (and the text encoders it trains), rank 0 alone caches."""
     need, have = host_need(c, device, texts), host_available()
-    if sum(need.values()) > have:
-        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in need.items())
+    each = need.get("base model", 0) + (need.get("text encoders", 0) if c.text_encoder_lr is not None else 0)
+    total = sum(need.values()) + (procs - 1) * each
+    if total > have:
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in need.items()) + (f"; the base model in each of its {procs} processes" if procs > 1 else "")
         fp8 = "--base-dtype fp8 (about half the base model's bytes), or " if c.base_dtype != "fp8" and c.mode == "lora" else ""
-        raise ValueError(f"host memory: this run loads about {format_bytes(sum(need.values()))} into host memory ({parts}) but "
-                         f"{format_bytes(have)} is available; use {fp8}free memory, or a machine with more")
+        fewer = "fewer processes, " if procs > 1 else ""
+        raise ValueError(f"host memory: this run loads about {format_bytes(total)} into host memory ({parts}) but "
+                         f"{format_bytes(have)} is available; use {fp8}{fewer}free memory, or a machine with more")
 
 # %% ../nbs/70_train.ipynb #d15c0003
 def _link_tree(src: Path, dst: Path):
@@ -617,7 +625,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     own = c.checkpoint if fam.encoders_in_checkpoint else None           # (SDXL: the single file holds the VAE and both text encoders)
     vae, text = fam.vae(c.vae or own, device=device, dtype=dtype), fam.text_encoder(c.text_encoder or own, device="cpu", dtype=dtype)
     source = _data_if_valid(c, fam, data)
-    check_host(c, device, texts_read(c, text, source is not None and texts_cached(c, out, text, source)))   # before loading the model (text encoders: read on first use)
+    check_host(c, device, texts_read(c, text, source is not None and texts_cached(c, out, text, source)), _local_world(world))   # before loading the model (text encoders: read on first use)
     model, base = _load_model(c, fam, vae, text, device, model)
     _check_encoders(model, vae, text, base)
     _predict(c, model)
@@ -632,7 +640,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     trained = _adapt(c, model, fam, text)
     check_text_cut(c, trained, model.net)
     check_budget(model, c.budget, c.optimizer, _update_scratch(c, model, device))
-    check_layerwise(c, model, world, device)
+    check_layerwise(c, model, _local_world(world), device)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world, trained=trained)
