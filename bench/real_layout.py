@@ -13,6 +13,7 @@ and seconds per sampled image. Prints a table last and writes JSON.
     python3 bench/real_layout.py --out $OUT/real_layout.json            # GPU: ~37 GB of files written to --work (default /tmp)
     python3 bench/real_layout.py --model sd3.5-large --budget 6GB --out $OUT/real_layout_sd3.json    # ~33 GB of files
     python3 bench/real_layout.py --model sdxl --budget 4GB --out $OUT/real_layout_sdxl.json           # ~7 GB
+    python3 bench/real_layout.py --model sd3.5-large --budget 6GB --steps 6 --profile --out $OUT/p.json   # where the last step's time goes
     python3 bench/real_layout.py --smoke --out /tmp/real_layout.json    # the same paths (Flux, SD3.5, SDXL), tiny sizes (CPU or GPU, about a minute)
 """
 import argparse, json, os, subprocess, sys, tempfile, time
@@ -179,12 +180,22 @@ T.plan_run_memory = plan_run_memory
 freed, releaser = [], T.release
 def release(*encoders): freed.append(releaser(*encoders)); return freed[-1]          # the text encoders' bytes, once cached
 T.release = release
+profiled, profile = cfg.pop("profile", False), []
+step_of = T.train_step
+def train_step(run, st, memory, step):               # --profile: the last step under torch.profiler, its kernels' table kept
+    if not profiled or step != run.config.steps: return step_of(run, st, memory, step)
+    from torch.profiler import ProfilerActivity
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if run.device.type == "cuda" else [])
+    with torch.profiler.profile(activities=acts) as prof: loss = step_of(run, st, memory, step)
+    profile.append(prof.key_averages().table(sort_by="cuda_time_total" if run.device.type == "cuda" else "cpu_time_total", row_limit=30))
+    return loss
+T.train_step = train_step
 r = T.train(T.TrainConfig(**cfg), model=net)
 rows = T.read_metrics(r.output / "metrics.csv")
 json.dump({"policy": r.policy, "measured": r.measured, "times": r.times, "first_step": r.first_step, "seconds": r.seconds,
            "step_peaks": [x["mem_bytes"] for x in rows], "step_seconds": [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])],
            "sampling_peak": peaks.get("sampling"), "sampled": sampled, "losses": r.losses,
-           "plan": repr(plans[0]) if plans else None, "encoder_bytes": sum(freed),
+           "plan": repr(plans[0]) if plans else None, "encoder_bytes": sum(freed), "profile": profile[0] if profile else None,
            "stream_plan": repr(plans[0].stream) if plans and plans[0].stream is not None else None,   # (its units resident, moves, predicted step)
            "streamed_forward_s": plans[0].stream.predicted_forward if plans and plans[0].stream is not None else None}, open(out, "w"))
 """
@@ -214,6 +225,7 @@ def main():
     ap.add_argument("--images", type=int, default=8)
     ap.add_argument("--sample-steps", type=int, default=4)
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
+    ap.add_argument("--profile", action="store_true", help="the last step under torch.profiler: its 30 costliest kernels, printed and kept (that step's time counts the profiler's too)")
     a = parse(ap, SMOKE)
     models = a.model.split(",")
     if bad := [m for m in models if m not in MODELS]: ap.error(f"--model: expected some of {', '.join(MODELS)}, got {', '.join(bad)}")
@@ -232,7 +244,8 @@ def run_model(a, model: str, work: Path, device) -> dict:
     built = time.perf_counter() - t0
     cfg = dict(model=model, checkpoint=paths["checkpoint"], vae=paths["field"], text_encoder=paths["field"], data=paths["data"],
                budget=a.budget, resolution=a.resolution, batch_size=a.batch_size, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
-               sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev")
+               sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev",
+               profile=a.profile)
     from flame.train import TrainConfig, host_need
     need = host_need(TrainConfig(model=model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
     r, rss = run_child(cfg, work / "result.json", paths.get("hub"))
@@ -260,6 +273,7 @@ def table(r: dict, a, device):
     if r["stream_plan"]: print(f"{'the streamed plan':32s} {r['stream_plan']}")
     print(f"{'sampling, s per image':32s} {per_image:.2f} ({a.sample_steps} steps" +
           (f"; {per_image / (a.sample_steps * fwd):.2f}x the planner's streamed forward, {fwd * 1e3:.0f} ms)" if fwd else ")"))
+    if r["profile"]: print(f"the last step, profiled:\n{r['profile']}")
 
 if __name__ == "__main__":
     main()
