@@ -33,6 +33,15 @@ FULL = {"clip": dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, 
 SMALL = {"clip": dict(vocab_size=64, hidden_size=768, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2),
          "t5": dict(vocab_size=64, d_model=4096, d_kv=8, d_ff=64, num_layers=3, num_heads=2, feed_forward_proj="gated-gelu"),
          "vae": dict(block_out_channels=(8, 8, 16, 16), layers_per_block=1, norm_num_groups=4)}
+CLIP_IDS = dict(max_position_embeddings=77, pad_token_id=0, eos_token_id=1, bos_token_id=3)   # (the word-level tokenizers' ids)
+
+
+def vae_config(dims: dict, latent_channels: int, **factors) -> dict:
+    "An AutoencoderKL of four levels at `dims`' widths (the shape of Flux's, SD3's and SDXL's VAEs) with its latent factors."
+    return dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=latent_channels,
+                **factors, **dims["vae"])
+
+
 # diffusers' stable-diffusion-3.5 folder: text_encoder (CLIP-L), text_encoder_2 (OpenCLIP bigG), text_encoder_3 (T5-v1.1-XXL), vae
 SD3_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, projection_dim=768,
                   hidden_act="quick_gelu"),
@@ -41,7 +50,7 @@ SD3_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num
 # sd_xl_base_1.0's CLIP-L (CLIPTextModel) and bigG (with its projection), and its VAE (4 latent channels, quant convs)
 SDXL_CLIPS = (dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, hidden_act="quick_gelu"),
               SD3_CLIPS[1])
-SDXL_VAE = dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=4, scaling_factor=0.13025, **FULL["vae"])
+SDXL_VAE = vae_config(FULL, 4, scaling_factor=0.13025)
 MODELS = ("flux-dev", "sd3.5-large", "sd3.5-medium", "sdxl")
 SMOKE = dict(model="flux-dev,sd3.5-large,sdxl", size="tiny", resolution=64, steps=2, budget=None, images=4, sample_steps=2)
 
@@ -81,12 +90,10 @@ def build_flux(work: Path, model: str, size: str, device) -> dict:
         flux.save_safetensors(ckpt); del flux
     if not (field / "vae" / "config.json").exists():
         for sub, bos, n in (("tokenizer", True, 77), ("tokenizer_2", False, 512)): _save_tokenizer(field / sub, bos, n)
-        random_hf(CLIPTextModel, CLIPTextConfig(**dims["clip"], max_position_embeddings=77, projection_dim=768, pad_token_id=0,
-                                                eos_token_id=1, bos_token_id=3), field / "text_encoder", device)
+        random_hf(CLIPTextModel, CLIPTextConfig(**dims["clip"], **CLIP_IDS, projection_dim=768), field / "text_encoder", device)
         random_hf(T5EncoderModel, T5Config(**dims["t5"], pad_token_id=0, eos_token_id=1), field / "text_encoder_2", device)
-        random_hf(AutoencoderKL, dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=16,
-                                      scaling_factor=0.3611, shift_factor=0.1159, use_quant_conv=False, use_post_quant_conv=False,
-                                      **dims["vae"]), field / "vae", device)
+        random_hf(AutoencoderKL, vae_config(dims, 16, scaling_factor=0.3611, shift_factor=0.1159, use_quant_conv=False, use_post_quant_conv=False),
+                  field / "vae", device)
     return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
 
 
@@ -108,12 +115,10 @@ def build_sd3(work: Path, model: str, size: str, device) -> dict:
         else:
             for sub, bos, n in (("tokenizer", True, 77), ("tokenizer_2", True, 77), ("tokenizer_3", False, 256)): _save_tokenizer(field / sub, bos, n)
             for sub, dims in zip(("text_encoder", "text_encoder_2"), SD3_CLIPS):
-                random_hf(CLIPTextModelWithProjection, CLIPTextConfig(**dims, max_position_embeddings=77, pad_token_id=0, eos_token_id=1,
-                                                                      bos_token_id=3), field / sub, device)
+                random_hf(CLIPTextModelWithProjection, CLIPTextConfig(**dims, **CLIP_IDS), field / sub, device)
             random_hf(T5EncoderModel, T5Config(**FULL["t5"], pad_token_id=0, eos_token_id=1), field / "text_encoder_3", device)
-            random_hf(AutoencoderKL, dict(down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4, latent_channels=16,
-                                          scaling_factor=1.5305, shift_factor=0.0609, use_quant_conv=False, use_post_quant_conv=False,
-                                          **FULL["vae"]), field / "vae", device)
+            random_hf(AutoencoderKL, vae_config(FULL, 16, scaling_factor=1.5305, shift_factor=0.0609, use_quant_conv=False, use_post_quant_conv=False),
+                      field / "vae", device)
     return {"checkpoint": str(ckpt), "field": str(field), "data": str(data)}
 
 
@@ -130,9 +135,9 @@ def build_sdxl(work: Path, model: str, size: str, device) -> dict:
         with torch.device("meta"): unet = SDXLUNet(SDXLConfig.base() if size == "dev" else SDXLConfig.tiny(context_dim=64 + 128))
         unet = unit_gain(unet, device, torch.bfloat16)
         if size == "dev":
-            ids, (l, g) = dict(max_position_embeddings=77, pad_token_id=0, eos_token_id=1, bos_token_id=3), SDXL_CLIPS
-            encoders = [random_model(AutoencoderKL, SDXL_VAE, device), random_model(CLIPTextModel, CLIPTextConfig(**l, **ids), device),
-                        random_model(CLIPTextModelWithProjection, CLIPTextConfig(**g, **ids), device)]
+            (l, g) = SDXL_CLIPS
+            encoders = [random_model(AutoencoderKL, SDXL_VAE, device), random_model(CLIPTextModel, CLIPTextConfig(**l, **CLIP_IDS), device),
+                        random_model(CLIPTextModelWithProjection, CLIPTextConfig(**g, **CLIP_IDS), device)]
         else: encoders = sdxl_standard_encoders()
         write_safetensors(sgm_single_file(unet.state_dict(), *encoders), ckpt); del unet, encoders
     if not hub.exists():
