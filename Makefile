@@ -43,16 +43,23 @@ check-clean: install
 # Triton's interpreter (fp32); the other notebooks run the kernels' PyTorch references on CPU, as users'
 # CPU code does (the interpreter is far too slow for whole models). Separate runs, because a worker
 # process keeps its environment and imported modules from one notebook to the next.
+# The tests write their files (checkpoints, caches, runs: about 0.7 GB in all) under TMPDIR, which each test target
+# points at a fresh .test-tmp/ and removes when it passes: runs one after another never fill the disk.
+TEST_TMP := $(CURDIR)/.test-tmp
 nbtest: install
-	TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing --file-re '^1[0-9][a-z]?_.*\.ipynb$$'
-	TRITON_INTERPRET=0 $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '^([_.]|1[0-9][a-z]?_)'
+	rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	TMPDIR=$(TEST_TMP) TRITON_INTERPRET=1 $(BIN)/nbdev-test --n-workers 2 --timing --file-re '^1[0-9][a-z]?_.*\.ipynb$$'
+	TMPDIR=$(TEST_TMP) TRITON_INTERPRET=0 $(BIN)/nbdev-test --n-workers 2 --timing --skip-file-re '^([_.]|1[0-9][a-z]?_)'
+	rm -rf $(TEST_TMP)
 
 # Every undefined or unused name in the package fails the build (pyflakes: no style rules, no configuration).
 lint: install
 	$(BIN)/python -m pyflakes flame
 
 pytest: install browser
-	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m pytest -q -rs tests
+	rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	TMPDIR=$(TEST_TMP) NO_MKDOCS_2_WARNING=1 $(BIN)/python -m pytest -q -rs tests
+	rm -rf $(TEST_TMP)
 
 test: check-clean lint nbtest pytest
 
