@@ -35,8 +35,9 @@ def _laid_flat(params) -> torch.Tensor | None:
 
 class FlatOptimizer(torch.optim.Optimizer):
     """What FLAME's optimizers share: `params` moved into one flat buffer (fp32, or bf16 updated with stochastic rounding keyed
-    by `seed` and the step), gradients in an fp32 `GradBuffer`, global-norm clipping."""
-    def __init__(self, params, defaults: dict, max_grad_norm: float | None = None, seed: int = 0):
+    by `seed` and the step), gradients in an fp32 `GradBuffer`, global-norm clipping. `shard=(rank, world)`: this process keeps the
+    state of, and updates, only its `part` of the buffers (`parts`; ZeRO's first stage), the weights and gradients whole."""
+    def __init__(self, params, defaults: dict, max_grad_norm: float | None = None, seed: int = 0, shard: tuple[int, int] = (0, 1)):
         params = list(params)
         if not params: raise ValueError("params: expected at least one trainable parameter")
         if len(dtypes := {p.dtype for p in params}) > 1 or not dtypes <= {torch.float32, torch.bfloat16}:
@@ -44,6 +45,7 @@ class FlatOptimizer(torch.optim.Optimizer):
                              f"stochastic rounding), got {sorted(map(str, dtypes))}")
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm: expected a positive number or None, got {max_grad_norm!r}")
+        if not (len(shard) == 2 and 0 <= shard[0] < shard[1]): raise ValueError(f"shard: expected (rank, world) with 0 <= rank < world, got {shard!r}")
         super().__init__(params, defaults)
         self.flat = _laid_flat(params)
         if self.flat is None: self.flat = torch.cat([p.detach().reshape(-1) for p in params])
@@ -52,6 +54,7 @@ class FlatOptimizer(torch.optim.Optimizer):
             p.data = self.flat[off:off + p.numel()].view_as(p); off += p.numel()
         self.grads = GradBuffer(params)                                # fp32: bf16 parameters' gradients are folded in
         self.max_grad_norm, self.steps, self.grad_norm, self.seed = max_grad_norm, 0, 0.0, seed
+        self.shard, self.part = shard, (0, self.flat.numel())          # (a subclass takes its part once `_align` works: `_take_part`)
         self.clip_groups = None                                         # (None: clip by the global norm; see `clip_by`)
         self.lr_cuts = []                                               # (offset, lr): from there on, that learning rate (`lr_from`)
 
@@ -67,6 +70,10 @@ class FlatOptimizer(torch.optim.Optimizer):
         raise NotImplementedError
 
     def _align(self, off: int) -> int: return off                     # the first place at or after `off` a range may end
+
+    def _state_sizes(self, lo: int, hi: int) -> dict[str, int]:
+        "Elements of each state tensor, by name, for the part [lo, hi) of the flat buffers (`shard`)."
+        raise NotImplementedError
 
     def zero_grad(self, set_to_none: bool = False): self.grads.zero_()
 
@@ -96,9 +103,9 @@ CPU_STEP_ELEMENTS = 1 << 16      # a CPU step's range: its fp32 temporaries (bf1
 
 @patch
 def _step_ranges(self: FlatOptimizer) -> list[tuple[int, int]]:
-    "The ranges a step updates one at a time: all of `flat` on a GPU (one kernel), whole vectors of `CPU_STEP_ELEMENTS` on the CPU."
-    n, lo, out = self.flat.numel(), 0, []
-    if self.flat.device.type != "cpu": return [(0, n)]
+    "The ranges a step updates one at a time: all of its `part` on a GPU (one kernel), whole vectors of `CPU_STEP_ELEMENTS` on the CPU."
+    (lo, n), out = self.part, []
+    if self.flat.device.type != "cpu": return [self.part] if lo < n else []
     while lo < n:
         out.append((lo, self._align(min(lo + CPU_STEP_ELEMENTS, n)))); lo = out[-1][1]
     return out
@@ -188,15 +195,38 @@ def load_state_dict(self: FlatOptimizer, state_dict: dict):
             if k != "steps": t.copy_(state_dict[k])
     self.steps = int(state_dict["steps"])
 
+# %% ../nbs/21_optim.ipynb #sh21a002
+@patch
+def parts(self: FlatOptimizer) -> list[tuple[int, int]]:
+    "Each process's part [lo, hi) of the flat buffers, by rank: `world` about equal parts, cut where a range may end (`_align`)."
+    n, world = self.flat.numel(), self.shard[1]
+    cuts = [0, *(self._align(k * n // world) for k in range(1, world)), n]
+    return list(zip(cuts, cuts[1:]))
+
+@patch
+def _take_part(self: FlatOptimizer) -> tuple[int, int]:
+    "This process's part (`shard`'s rank), kept as `part`: a subclass makes its state for it alone."
+    self.part = self.parts()[self.shard[0]]
+    return self.part
+
+@patch
+def state_spans(self: FlatOptimizer, rank: int | None = None) -> dict[str, tuple[int, int]]:
+    """Where process `rank`'s part (None: this one's) of each state tensor lies in one process's whole tensor, by name: (start,
+    length). The parts in rank order make the whole."""
+    parts, r = self.parts(), self.shard[0] if rank is None else rank
+    before = [self._state_sizes(*p) for p in parts[:r]]
+    return {k: (sum(b[k] for b in before), n) for k, n in self._state_sizes(*parts[r]).items()}
+
 # %% ../nbs/21_optim.ipynb #bc3414f8
 class FlatAdamW(FlatOptimizer):
     """AdamW (`flame.kernels.adamw_`) on all `params` moved into one flat buffer; gradients in a `GradBuffer`; its two moments in
     `state_dtype` (fp32, or bf16: half the state, each moment rounded to nearest after its update)."""
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None, seed: int = 0, state_dtype: torch.dtype = torch.float32):
+                 max_grad_norm: float | None = None, seed: int = 0, state_dtype: torch.dtype = torch.float32, shard: tuple[int, int] = (0, 1)):
         if state_dtype not in (torch.float32, torch.bfloat16): raise ValueError(f"state_dtype: expected torch.float32 or torch.bfloat16, got {state_dtype}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed)
-        new = lambda: torch.zeros_like(self.flat, dtype=state_dtype)     # (whatever the weights' dtype)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed, shard)
+        lo, hi = self._take_part()
+        new = lambda: self.flat.new_zeros(hi - lo, dtype=state_dtype)   # (whatever the weights' dtype)
         self._add_state(exp_avg=new(), exp_avg_sq=new())
 
     @property
@@ -205,8 +235,10 @@ class FlatAdamW(FlatOptimizer):
     def _align(self, off): return min(-(-off // 64) * 64, self.flat.numel())   # (the CPU's fused AdamW computes a vector's elements
                                                                        #  otherwise than a leftover one's: ranges of whole vectors)
     def _slices(self, lo, hi):
-        m, v = self.moments
-        return dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], exp_avg=m[lo:hi], exp_avg_sq=v[lo:hi])
+        (m, v), a = self.moments, self.part[0]                         # (the moments: of the part only)
+        return dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], exp_avg=m[lo - a:hi - a], exp_avg_sq=v[lo - a:hi - a])
+
+    def _state_sizes(self, lo, hi): return dict(exp_avg=hi - lo, exp_avg_sq=hi - lo)
 
     def _apply(self, g, t, lo):                                        # (rounding noise keyed by where the range starts)
         adamw_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
@@ -226,17 +258,22 @@ def lr_from(self: FlatOptimizer, offset: int, lr: float):
 class FlatAdamW8bit(FlatOptimizer):
     "AdamW with 8-bit blockwise-quantized moments (`flame.kernels.adamw8bit_`) over one flat fp32 parameter buffer."
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = None, seed: int = 0):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed)
-        qm, am, qv, av = adamw8bit_state(self.flat.numel(), self.flat.device)
+                 max_grad_norm: float | None = None, seed: int = 0, shard: tuple[int, int] = (0, 1)):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), max_grad_norm, seed, shard)
+        lo, hi = self._take_part()
+        qm, am, qv, av = adamw8bit_state(hi - lo, self.flat.device)
         self._add_state(exp_avg_codes=qm, exp_avg_absmax=am, exp_avg_sq_codes=qv, exp_avg_sq_absmax=av)
 
     def _align(self, off): return min(-(-off // QBLOCK) * QBLOCK, self.flat.numel())    # (whole quantization blocks)
 
     def _slices(self, lo, hi):
-        st, b = self.named_state, slice(lo // QBLOCK, -(-hi // QBLOCK))
-        return dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], exp_avg_codes=st["exp_avg_codes"][lo:hi],
-                    exp_avg_absmax=st["exp_avg_absmax"][b], exp_avg_sq_codes=st["exp_avg_sq_codes"][lo:hi], exp_avg_sq_absmax=st["exp_avg_sq_absmax"][b])
+        st, a = self.named_state, self.part[0]                         # (the state: of the part only, which starts on a block)
+        b, q = slice((lo - a) // QBLOCK, -(-(hi - a) // QBLOCK)), slice(lo - a, hi - a)
+        return dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], exp_avg_codes=st["exp_avg_codes"][q],
+                    exp_avg_absmax=st["exp_avg_absmax"][b], exp_avg_sq_codes=st["exp_avg_sq_codes"][q], exp_avg_sq_absmax=st["exp_avg_sq_absmax"][b])
+
+    def _state_sizes(self, lo, hi):
+        return dict(exp_avg_codes=hi - lo, exp_avg_absmax=-(-(hi - lo) // QBLOCK), exp_avg_sq_codes=hi - lo, exp_avg_sq_absmax=-(-(hi - lo) // QBLOCK))
 
     def _apply(self, g, t, lo):
         adamw8bit_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
@@ -246,20 +283,21 @@ class FlatAdamW8bit(FlatOptimizer):
 class FlatAdafactor(FlatOptimizer):
     "transformers' Adafactor with a fixed `lr` (relative_step, scale_parameter, warmup_init off) over one flat fp32 buffer."
     def __init__(self, params, lr: float, eps: float = 1e-30, clip_threshold: float = 1.0, decay_rate: float = -0.8,
-                 beta1: float | None = None, weight_decay: float = 0.0, max_grad_norm: float | None = None, seed: int = 0):
+                 beta1: float | None = None, weight_decay: float = 0.0, max_grad_norm: float | None = None, seed: int = 0,
+                 shard: tuple[int, int] = (0, 1)):
         if not isinstance(lr, (int, float)) or not lr > 0:
             raise ValueError(f"lr: expected a positive learning rate (this Adafactor has no relative step), got {lr!r}")
         super().__init__(params, dict(lr=lr, eps=eps, clip_threshold=clip_threshold, decay_rate=decay_rate, beta1=beta1,
-                                      weight_decay=weight_decay), max_grad_norm, seed)
+                                      weight_decay=weight_decay), max_grad_norm, seed, shard)
         params = self.param_groups[0]["params"]
         sizes = lambda f: [math.prod(f(p.shape)) if p.dim() >= 2 else 0 for p in params]
         rows, cols = sizes(lambda s: s[:-1]), sizes(lambda s: (*s[:-2], s[-1]))
         full = [0 if p.dim() >= 2 else p.numel() for p in params]
-        new = lambda k: torch.zeros(sum(k), device=self.flat.device)
-        self._add_state(exp_avg_sq_row=new(rows), exp_avg_sq_col=new(cols), exp_avg_sq=new(full))
-        if beta1 is not None: self._add_state(exp_avg=torch.zeros_like(self.flat, dtype=torch.float32))
         self._shapes = [p.shape for p in params]
         self._at = [list(itertools.accumulate(k, initial=0)) for k in ([p.numel() for p in params], rows, cols, full)]  # where each tensor starts
+        self._first = self._at[0].index(self._take_part()[0])          # (the part's first tensor: whole tensors each)
+        new = lambda n: torch.zeros(n, device=self.flat.device)
+        self._add_state(**{k: new(n) for k, n in self._state_sizes(*self.part).items()})
         self._tables = {}                                             # (first, end, device) -> the vectors' table and indices, there
 
 # %% ../nbs/21_optim.ipynb #1774e267
@@ -278,11 +316,17 @@ def _align(self: FlatAdafactor, off: int) -> int: return self._at[0][bisect.bise
 
 @patch
 def _slices(self: FlatAdafactor, lo: int, hi: int) -> dict:
-    i, j = self._at[0].index(lo), self._at[0].index(hi)
-    cut = lambda k, at: self.named_state[k][at[i]:at[j]]
+    i, j, f = self._at[0].index(lo), self._at[0].index(hi), self._first
+    cut = lambda k, at: self.named_state[k][at[i] - at[f]:at[j] - at[f]]   # (the state: of the part only)
     t = dict(params=self.flat[lo:hi], grads=self.grads.flat[lo:hi], **{k: cut(k, at) for k, at in zip(_FACTORS, self._at[1:])})
-    if "exp_avg" in self.named_state: t["exp_avg"] = self.named_state["exp_avg"][lo:hi]
+    if "exp_avg" in self.named_state: t["exp_avg"] = cut("exp_avg", self._at[0])
     return t
+
+@patch
+def _state_sizes(self: FlatAdafactor, lo: int, hi: int) -> dict:
+    i, j = self._at[0].index(lo), self._at[0].index(hi)
+    out = {k: at[j] - at[i] for k, at in zip(_FACTORS, self._at[1:])}
+    return out | ({"exp_avg": hi - lo} if self.param_groups[0]["beta1"] is not None else {})
 
 @patch
 def _vectors(self: FlatAdafactor, i: int, j: int, device) -> tuple[Tensor, Tensor]:

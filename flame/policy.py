@@ -33,11 +33,13 @@ def frozen_unit_bytes(model) -> int:
     "Bytes of the frozen parameters of `model`'s stream units: what weight streaming would move."
     return sum(unit_bytes(model))
 
-def trainable_state_bytes(model, optimizer: str = "adamw") -> int:
+def trainable_state_bytes(model, optimizer: str = "adamw", world: int = 1) -> int:
     """Bytes `flame.optim`'s `optimizer` keeps for `model`'s trainable parameters (the parameters in their dtype, fp32 gradients, its
-    state): measured from the buffers it makes when built on the meta device, which allocates nothing."""
+    state; sharded over `world` processes, the largest part's state): measured from the buffers it makes when built on the meta
+    device, which allocates nothing."""
     params = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
-    return storage_bytes(*make_optimizer(optimizer, params, lr=1.0).state_tensors()) if params else 0
+    if not params: return 0
+    return max(storage_bytes(*make_optimizer(optimizer, params, lr=1.0, shard=(r, world)).state_tensors()) for r in range(world))
 
 def place(model: nn.Module, device, budget=None, optimizer: str = "adamw") -> nn.Module:
     "Move `model` to `device` — all but the frozen stream-unit weights when those and the trainable state exceed `budget`."
@@ -123,10 +125,11 @@ def _outside_bytes(model) -> int:
     inside = {id(p) for u in model.stream_units() for p in u.parameters()}
     return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad and id(p) not in inside)
 
-def trains_layerwise(model, budget, optimizer: str = "adamw") -> bool:
-    "Whether a full fine-tune of `model` (no frozen block weights) keeps its weights and state on the host: they alone fill `budget`."
+def trains_layerwise(model, budget, optimizer: str = "adamw", world: int = 1) -> bool:
+    """Whether a full fine-tune of `model` (no frozen block weights) keeps its weights and state on the host: they alone fill `budget`
+    (the state sharded over `world` processes)."""
     if budget is None or frozen_unit_bytes(model): return False
-    return trainable_state_bytes(model, optimizer) >= parse_size(budget, "budget")
+    return trainable_state_bytes(model, optimizer, world) >= parse_size(budget, "budget")
 
 class NeedsLayerwise(ValueError):
     "A full fine-tune's trainable state fits the budget, but none of its measured steps does beside it: train it layer-wise."

@@ -32,16 +32,16 @@ from .diffusion import diffusion_loss, sample, training_noise, training_timestep
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
 
 # %% auto #0
-__all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'text_offset', 'check_text_cut', 'text_to',
-           'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written', 'disk_need', 'check_disk', 'host_need',
-           'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'check_host', 'start_partial', 'commit',
-           'recover_replaced', 'updates_in_backward', 'check_layerwise', 'text_on', 'setup', 'TrainState',
-           'start_state', 'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed',
-           'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics',
-           'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish',
-           'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes',
-           'check_step_memory', 'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store',
-           'RankFailed', 'launch', 'train']
+__all__ = ['STATE_CHUNK', 'TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts', 'whole_state',
+           'text_offset', 'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written',
+           'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read',
+           'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise',
+           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
+           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output',
+           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
+           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -284,6 +284,34 @@ def all_reduce_step(run: Run, st, total: float) -> float:
     dist.all_reduce(loss)
     return loss.item()
 
+def share_parts(opt) -> None:
+    "After a sharded optimizer's step (`FlatOptimizer(shard=...)`): each rank's part of the weights to every other, one broadcast each."
+    if getattr(opt, "shard", (0, 1))[1] == 1: return
+    import torch.distributed as dist
+    for r, (lo, hi) in enumerate(opt.parts()):
+        if lo < hi: dist.broadcast(opt.flat[lo:hi], src=r)
+
+STATE_CHUNK = 1 << 24                            # elements a rank sends at a time when a checkpoint gathers a sharded state
+
+def whole_state(opt, rank: int) -> dict | None:
+    """`opt.state_dict()` as one process's: a sharded optimizer's parts sent to rank 0 a chunk at a time and joined on its host
+    (None on the other ranks); an unsharded one's as it is."""
+    if (world := getattr(opt, "shard", (0, 1))[1]) == 1: return opt.state_dict()
+    import torch.distributed as dist
+    out = {}
+    for k, t in opt.named_state.items():
+        spans = [opt.state_spans(r)[k] for r in range(world)]
+        if rank:
+            for a in range(0, t.numel(), STATE_CHUNK): dist.send(t[a:a + STATE_CHUNK].contiguous(), dst=0)
+            continue
+        out[k] = whole = torch.empty(sum(n for _, n in spans), dtype=t.dtype)
+        for r, (at, n) in enumerate(spans):
+            for a in range(0, n, STATE_CHUNK):
+                part = t[a:a + STATE_CHUNK] if r == 0 else torch.empty(min(STATE_CHUNK, n - a), dtype=t.dtype, device=t.device)
+                if r: dist.recv(part, src=r)
+                whole[at + a:at + a + part.numel()].copy_(part)
+    return None if rank else {**opt.state_dict(), **out}
+
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
     if run.world == 1: return flag
@@ -327,8 +355,8 @@ def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
                          f"this run has batch_size={c.batch_size!r} × nproc={c.nproc!r} = {c.batch_size * c.nproc}; they must match to resume")
     return last
 
-def _save_checkpoint(path: Path, opt: FlatOptimizer, ema: Tensor | None, history: list, meta: dict):
-    tensors = {**opt.state_dict(),
+def _save_checkpoint(path: Path, state: dict, ema: Tensor | None, history: list, meta: dict):
+    tensors = {**state,
                "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
     if ema is not None: tensors["ema"] = ema
     write_safetensors(tensors, path, metadata={"flame.train": json.dumps(meta)})   # a tensor at a time, atomically: no second copy of the state
@@ -579,10 +607,12 @@ def _update_scratch(c: TrainConfig, model, device: torch.device) -> int:
     if c.mode != "full" or device.type != "cuda": return 0
     return (backward_update_bytes if updates_in_backward(c, device) else update_scratch_bytes)(model, c.optimizer)
 
-def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu")):
-    """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state fills the budget)
-    on a host that cannot hold its weights, gradients and optimizer state (a copy for each of `world` processes)."""
-    if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer): return
+def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu"), local: int | None = None):
+    """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state, sharded over `world`
+    processes, fills the budget) on a host that cannot hold its weights, gradients and optimizer state (a copy for each of the
+    `local` processes on this host; None: `world`)."""
+    if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer, world): return
+    world = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
     if need > (have := host_available()):
@@ -640,7 +670,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     trained = _adapt(c, model, fam, text)
     check_text_cut(c, trained, model.net)
     check_budget(model, c.budget, c.optimizer, _update_scratch(c, model, device))
-    check_layerwise(c, model, _local_world(world), device)
+    check_layerwise(c, model, world, device, _local_world(world))
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world, trained=trained)
@@ -658,9 +688,13 @@ class TrainState:
     reducer: BucketReduce | None = None      # several processes: the gradients' all-reduce, in buckets overlapped with backward
 
 class _Stored(Mapping):
-    "The tensors `keys` of an open safetensors file `f`, each read when asked for, and `extra` ones: a state loads a tensor at a time."
-    def __init__(self, f, keys, **extra): self.f, self.names, self.extra = f, [*keys, *extra], extra
-    def __getitem__(self, k): return self.extra[k] if k in self.extra else self.f.get_tensor(k)
+    """The tensors `keys` of an open safetensors file `f`, each read when asked for (`spans`: name -> (start, length), that part
+    alone: a sharded optimizer's), and `extra` ones: a state loads a tensor at a time."""
+    def __init__(self, f, keys, spans=None, **extra): self.f, self.names, self.spans, self.extra = f, [*keys, *extra], spans or {}, extra
+    def __getitem__(self, k):
+        if k in self.extra: return self.extra[k]
+        if k in self.spans: return self.f.get_slice(k)[self.spans[k][0]:sum(self.spans[k])]
+        return self.f.get_tensor(k)
     def __iter__(self): return iter(self.names)
     def __len__(self): return len(self.names)
 
@@ -670,7 +704,8 @@ def _resume(run: Run, st: TrainState):
         if cmeta["signature"] != st.meta["signature"] or f.get_slice("params").get_shape() != [st.opt.flat.numel()]:
             raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
         steps = torch.tensor(cmeta["step"], dtype=torch.int64)            # (checkpoints before the optimizer choice hold no `steps`)
-        st.opt.load_state_dict(_Stored(f, [k for k in st.opt.state_dict() if k != "steps" and k in f.keys()], steps=steps))
+        spans = st.opt.state_spans() if getattr(st.opt, "shard", (0, 1))[1] > 1 else None   # (sharded: this rank's part)
+        st.opt.load_state_dict(_Stored(f, [k for k in st.opt.state_dict() if k != "steps" and k in f.keys()], spans, steps=steps))
         if st.ema is not None:
             with torch.no_grad(): st.ema.copy_(f.get_tensor("ema"))
         history = f.get_tensor("history").tolist()
@@ -683,14 +718,14 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
     """The optimizer over the trainable parameters and EMA, fresh or resumed: on the device (the parameters moved there), or
     `layerwise` (None: when a full fine-tune's state fills the budget) on the host, the weights streamed."""
     c = run.config
-    if layerwise is None: layerwise = c.mode == "full" and trains_layerwise(run.model, c.budget, c.optimizer)
+    if layerwise is None: layerwise = c.mode == "full" and trains_layerwise(run.model, c.budget, c.optimizer, run.world)
     named = _trainable(run.trained)                                # (the network's LoRA, then the text encoders' if they train)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     if layerwise: opt = _host_optimizer(run)
     else:
         place(run.model, run.device, c.budget, c.optimizer)            # before the optimizer: its flat buffers are made where the parameters are
         if c.text_encoder_lr is not None: text_to(run.data.text_encoder, run.device)   # (they encode every batch now, on the device)
-        opt = _make_optimizer(c, [p for _, p in named])
+        opt = _make_optimizer(c, [p for _, p in named], (run.rank, run.world) if c.mode == "full" else (0, 1))   # (several: sharded)
         if c.text_encoder_lr not in (None, c.lr): opt.lr_from(text_offset(run.trained, run.model.net), c.text_encoder_lr)
         if c.clip == "unit": opt.clip_by(unit_groups([p for _, p in named], run.model.stream_units()))   # (what a layer-wise run clips)
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
@@ -699,8 +734,8 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
     return st
 
 # %% ../nbs/70_train.ipynb #lw70a001
-def _make_optimizer(c: TrainConfig, params: list) -> FlatOptimizer:
-    return make_optimizer(c.optimizer, params, lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed)
+def _make_optimizer(c: TrainConfig, params: list, shard: tuple[int, int] = (0, 1)) -> FlatOptimizer:
+    return make_optimizer(c.optimizer, params, lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed, shard=shard)
 
 def _host_optimizer(run: Run) -> HostOptimizer:
     """Layer-wise: every block weight streams (on the CPU from a store file beside the run) under the budget, less what an update
@@ -852,7 +887,7 @@ def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float
     if not math.isfinite(total):
         where = f"the last good checkpoint is {st.last_checkpoint}" if st.last_checkpoint else "no checkpoint was written yet"
         raise FloatingPointError(f"loss is {total} at step {step}: training stopped; {where} (lower --lr, then --resume)")
-    st.opt.step(); st.opt.zero_grad()
+    st.opt.step(); st.opt.zero_grad(); share_parts(st.opt)          # (sharded: each rank stepped its part)
     if st.ema is not None: st.ema.lerp_(st.opt.flat, 1 - c.ema)
     st.step = step
     return total
@@ -1002,9 +1037,9 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
 # %% ../nbs/70_train.ipynb #5612df05
 def save_checkpoint(run: Run, st: TrainState) -> Path:
     "Checkpoint the state at its step (keeping the last two), rewrite metrics.csv, and commit a fresh run's folder."
-    name = f"step-{st.step:06d}.safetensors"
+    name, state = f"step-{st.step:06d}.safetensors", whole_state(st.opt, run.rank)   # (sharded: gathered on rank 0)
     if run.rank == 0:
-        _save_checkpoint(run.out / "checkpoints" / name, st.opt, st.ema, st.history, {**st.meta, "step": st.step})
+        _save_checkpoint(run.out / "checkpoints" / name, state, st.ema, st.history, {**st.meta, "step": st.step})
         for old in _checkpoints(run.out)[:-2]: old.unlink()
         _write_metrics(run.out / "metrics.csv", st.history)
         commit(run)                               # something to keep: a fresh run takes its folder's place now
