@@ -36,10 +36,10 @@ __all__ = ['STATE_CHUNK', 'TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run'
            'text_offset', 'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written',
            'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read',
            'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise',
-           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
-           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output',
-           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'check_gather', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
+           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
+           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
+           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
            'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
            'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
@@ -623,6 +623,17 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
                          f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
                          f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
 
+def check_gather(c: TrainConfig, model: DiffusionModel, world: int = 1, rank: int = 0):
+    """Refuse in one line, before anything is written, a full fine-tune whose optimizer state is sharded over `world` processes
+    (on the device) when rank 0's host cannot hold the whole state, which it joins there for each checkpoint (`whole_state`)."""
+    if c.mode != "full" or world == 1 or rank != 0 or trains_layerwise(model, c.budget, c.optimizer, world): return
+    ps = [p for p in model.parameters() if p.requires_grad]
+    need = trainable_state_bytes(model, c.optimizer) - sum(p.numel() * (p.element_size() + 4) for p in ps)   # (less weights, gradients)
+    if need > (have := host_available()):
+        raise ValueError(f"host memory: each checkpoint of this full fine-tune joins its {c.optimizer} state, sharded over {world} processes, "
+                         f"on rank 0's host: about {format_bytes(need)}, but {format_bytes(have)} is available; use "
+                         + ("--optimizer adafactor, " if c.optimizer != "adafactor" else "") + "or a machine with more memory")
+
 # %% ../nbs/70_train.ipynb #5c8d69d1
 @contextmanager
 def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
@@ -670,7 +681,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     trained = _adapt(c, model, fam, text)
     check_text_cut(c, trained, model.net)
     check_budget(model, c.budget, c.optimizer, _update_scratch(c, model, device))
-    check_layerwise(c, model, world, device, _local_world(world))
+    check_layerwise(c, model, world, device, _local_world(world)); check_gather(c, model, world, rank)
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world, trained=trained)
