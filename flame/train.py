@@ -1214,9 +1214,9 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     """The run's state and memory plan (`start_state`, `plan_run_memory`); a full fine-tune whose measured step does not fit beside
     its state on the device starts over layer-wise, said in one line. A layer-wise run says what it keeps in host memory."""
     st = start_state(run)
-    try: memory = plan_run_memory(run, st, log)
+    try: memory, why = plan_run_memory(run, st, log), "budget: another process's step does not fit beside its part of the state: every one trains layer-wise"
     except NeedsLayerwise as e: memory, why = None, str(e)
-    if memory is None:
+    if _agree(run, memory is None):                                  # (sharded, the processes' states differ a little: all or none)
         if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
         st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
         if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
