@@ -6,10 +6,15 @@ and into all at once (each streaming rank copies most of the frozen weights ever
 
     python3 bench/distributed.py --out $OUT/distributed.json          # a machine with 2 or more GPUs (~37 GB of files in --work)
     python3 bench/distributed.py --mode full --budget 12GB --out $OUT/distributed_full.json   # Flux-dev fully fine-tuned, layer-wise
+    python3 bench/distributed.py --mode full --size small --optimizer adamw --weights-dtype fp32 --budget 7GB \
+        --out $OUT/distributed_sharded.json   # a state that fits 2 GPUs sharded, not 1: resident on 2, layer-wise on 1
     python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
 
 `--mode full` trains every weight instead (bf16 weights, Adafactor, each block clipped to its share and updated in its
 backward: the README's 12 GB recipe); under a budget each process keeps its own copy of the weights and state in host memory.
+`--optimizer` and `--weights-dtype` change that recipe: with AdamW in fp32 on the small Flux (about 0.5B weights, 16 bytes
+each on one GPU, 12 on each of two: the moments sharded) a budget between the two trains layer-wise on one GPU and on the
+device on two.
 """
 import argparse, json, statistics, sys, tempfile, threading, time
 from dataclasses import replace
@@ -93,6 +98,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="turns of a 1-process run then an N-process one (the scaling: their median)")
     ap.add_argument("--budget", default="8GB", help="per GPU")
     ap.add_argument("--mode", choices=["lora", "full"], default="lora")
+    ap.add_argument("--optimizer", default="adafactor", help="--mode full: the optimizer")
+    ap.add_argument("--weights-dtype", choices=["fp32", "bf16"], default="bf16", help="--mode full: the trained weights' dtype")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
     from flame.data import Shapes
@@ -105,10 +112,10 @@ def main():
     base = TrainConfig(model="flux-dev", checkpoint=files["checkpoint"], vae=files["field"], text_encoder=files["field"], budget=a.budget,
                        resolution=a.resolution, steps=a.steps, batch_size=1, rank=16, lr=1e-4, save_every=0, sample_seeds=1, sample_steps=1,
                        progress=False, overwrite=True, device=device)
-    if a.mode == "full": base = replace(base, mode="full", weights_dtype="bf16", optimizer="adafactor", clip="unit")
+    if a.mode == "full": base = replace(base, mode="full", weights_dtype=a.weights_dtype, optimizer=a.optimizer, clip="unit")
     data = Shapes(n=16, size=a.resolution)
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "gpus": gpus, "date": time.strftime("%Y-%m-%d"),
-           "torch": torch.__version__, "size": a.size, "mode": a.mode, "resolution": a.resolution, "budget_per_gpu": a.budget}
+           "torch": torch.__version__, "size": a.size, "mode": a.mode, "optimizer": a.optimizer, "weights_dtype": a.weights_dtype, "resolution": a.resolution, "budget_per_gpu": a.budget}
     if device == "cuda": res["copy_gb_s"] = copy_rates(a.nproc)
     turns = []                                                        # (runs minutes apart drift with the machine: in turns)
     for _ in range(a.rounds):
@@ -126,7 +133,7 @@ def main():
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     t, s = res["throughput"], res["same_global_batch"]
-    what = "LoRA r16" if a.mode == "lora" else "full fine-tune (bf16, Adafactor, --clip unit)"
+    what = "LoRA r16" if a.mode == "lora" else f"full fine-tune ({a.weights_dtype}, {a.optimizer}, --clip unit)"
     print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} {what} at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
     for k in ("one", "many"):
         r = t[k]; sps = r["s_per_step"]
