@@ -1225,6 +1225,9 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         memory = plan_run_memory(run, st, log)
     if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
                                                                                                  #  which each process may run a different number of)
+    if getattr(st.opt, "shard", (0, 1))[1] > 1 and not run.rank:
+        log(f"sharded: each of the {run.world} processes keeps and updates its part of the {run.config.optimizer} state "
+            f"({format_bytes(storage_bytes(*st.opt.named_state.values()))} here), the weights and gradients whole")
     if isinstance(st.opt, HostOptimizer) and not run.rank:
         log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*(t for t in st.opt.opt.state_tensors() if t.device.type == 'cpu')))}), "
             f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
