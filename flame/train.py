@@ -26,7 +26,7 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
-from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
+from .models.layers import FAMILIES, DiffusionModel, Family, LazyTensor, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
@@ -293,24 +293,31 @@ def share_parts(opt) -> None:
 
 STATE_CHUNK = 1 << 24                            # elements a rank sends at a time when a checkpoint gathers a sharded state
 
+def _joined(opt, k: str) -> Tensor:
+    "State tensor `k` whole on rank 0's host: its own part, then each other rank's, received a chunk at a time."
+    import torch.distributed as dist
+    t, spans = opt.named_state[k], [opt.state_spans(r)[k] for r in range(opt.shard[1])]
+    whole = torch.empty(sum(n for _, n in spans), dtype=t.dtype)
+    for r, (at, n) in enumerate(spans):
+        for a in range(0, n, STATE_CHUNK):
+            part = t[a:a + STATE_CHUNK] if r == 0 else torch.empty(min(STATE_CHUNK, n - a), dtype=t.dtype, device=t.device)
+            if r: dist.recv(part, src=r)
+            whole[at + a:at + a + part.numel()].copy_(part)
+    return whole
+
 def whole_state(opt, rank: int) -> dict | None:
-    """`opt.state_dict()` as one process's: a sharded optimizer's parts sent to rank 0 a chunk at a time and joined on its host
-    (None on the other ranks); an unsharded one's as it is."""
+    """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: on rank 0 each state tensor is a `LazyTensor`
+    joined when the checkpoint's writer loads it — one at a time, in name order — while the other ranks send their parts in that
+    order (and get None): rank 0's host holds one whole state tensor at a time."""
     if (world := getattr(opt, "shard", (0, 1))[1]) == 1: return opt.state_dict()
     import torch.distributed as dist
-    out = {}
-    for k, t in opt.named_state.items():
-        spans = [opt.state_spans(r)[k] for r in range(world)]
-        if rank:
+    if rank:
+        for k in sorted(opt.named_state):
+            t = opt.named_state[k]
             for a in range(0, t.numel(), STATE_CHUNK): dist.send(t[a:a + STATE_CHUNK].contiguous(), dst=0)
-            continue
-        out[k] = whole = torch.empty(sum(n for _, n in spans), dtype=t.dtype)
-        for r, (at, n) in enumerate(spans):
-            for a in range(0, n, STATE_CHUNK):
-                part = t[a:a + STATE_CHUNK] if r == 0 else torch.empty(min(STATE_CHUNK, n - a), dtype=t.dtype, device=t.device)
-                if r: dist.recv(part, src=r)
-                whole[at + a:at + a + part.numel()].copy_(part)
-    return None if rank else {**opt.state_dict(), **out}
+        return None
+    size = lambda k: sum(opt.state_spans(r)[k][1] for r in range(world))
+    return {**opt.state_dict(), **{k: LazyTensor((size(k),), t.dtype, lambda k=k: _joined(opt, k)) for k, t in opt.named_state.items()}}
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
@@ -625,13 +632,14 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
 
 def check_gather(c: TrainConfig, model: DiffusionModel, world: int = 1, rank: int = 0):
     """Refuse in one line, before anything is written, a full fine-tune whose optimizer state is sharded over `world` processes
-    (on the device) when rank 0's host cannot hold the whole state, which it joins there for each checkpoint (`whole_state`)."""
+    (on the device) when rank 0's host cannot hold the largest of its state tensors whole, as it joins each one there for a
+    checkpoint (`whole_state`)."""
     if c.mode != "full" or world == 1 or rank != 0 or trains_layerwise(model, c.budget, c.optimizer, world): return
-    ps = [p for p in model.parameters() if p.requires_grad]
-    need = trainable_state_bytes(model, c.optimizer) - sum(p.numel() * (p.element_size() + 4) for p in ps)   # (less weights, gradients)
+    metas = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
+    need = max(t.nbytes for t in make_optimizer(c.optimizer, metas, lr=1.0).named_state.values())   # (built on meta: nothing allocated)
     if need > (have := host_available()):
         raise ValueError(f"host memory: each checkpoint of this full fine-tune joins its {c.optimizer} state, sharded over {world} processes, "
-                         f"on rank 0's host: about {format_bytes(need)}, but {format_bytes(have)} is available; use "
+                         f"on rank 0's host a tensor at a time: about {format_bytes(need)}, but {format_bytes(have)} is available; use "
                          + ("--optimizer adafactor, " if c.optimizer != "adafactor" else "") + "or a machine with more memory")
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
