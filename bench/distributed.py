@@ -90,6 +90,7 @@ def lora_rel(a: str, b: str) -> float:
 
 def main():
     from flux import parse
+    from flame.optim import OPTIMIZERS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", choices=list(SIZES), default="dev", help="the Flux of the throughput runs")
     ap.add_argument("--nproc", type=int, default=2)
@@ -98,7 +99,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="turns of a 1-process run then an N-process one (the scaling: their median)")
     ap.add_argument("--budget", default="8GB", help="per GPU")
     ap.add_argument("--mode", choices=["lora", "full"], default="lora")
-    ap.add_argument("--optimizer", default="adafactor", help="--mode full: the optimizer")
+    ap.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adafactor", help="--mode full: the optimizer")
     ap.add_argument("--weights-dtype", choices=["fp32", "bf16"], default="bf16", help="--mode full: the trained weights' dtype")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)

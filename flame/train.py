@@ -25,7 +25,7 @@ from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_bytes
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
+from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes, _meta_optimizer
 from .models.layers import FAMILIES, DiffusionModel, Family, LazyTensor, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -284,9 +284,13 @@ def all_reduce_step(run: Run, st, total: float) -> float:
     dist.all_reduce(loss)
     return loss.item()
 
+def _shards(opt) -> int:
+    "How many processes share `opt`'s state (`FlatOptimizer(shard=...)`); 1: an unsharded or layer-wise one."
+    return getattr(opt, "shard", (0, 1))[1]
+
 def share_parts(opt) -> None:
-    "After a sharded optimizer's step (`FlatOptimizer(shard=...)`): each rank's part of the weights to every other, one broadcast each."
-    if getattr(opt, "shard", (0, 1))[1] == 1: return
+    "After a sharded optimizer's step: each rank's part of the weights to every other, one broadcast each."
+    if _shards(opt) == 1: return
     import torch.distributed as dist
     for r, (lo, hi) in enumerate(opt.parts()):
         if lo < hi: dist.broadcast(opt.flat[lo:hi], src=r)
@@ -309,15 +313,15 @@ def whole_state(opt, rank: int) -> dict | None:
     """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: on rank 0 each state tensor is a `LazyTensor`
     joined when the checkpoint's writer loads it — one at a time, in name order — while the other ranks send their parts in that
     order (and get None): rank 0's host holds one whole state tensor at a time."""
-    if (world := getattr(opt, "shard", (0, 1))[1]) == 1: return opt.state_dict()
+    if _shards(opt) == 1: return opt.state_dict()
     import torch.distributed as dist
     if rank:
         for k in sorted(opt.named_state):
             t = opt.named_state[k]
             for a in range(0, t.numel(), STATE_CHUNK): dist.send(t[a:a + STATE_CHUNK].contiguous(), dst=0)
         return None
-    size = lambda k: sum(opt.state_spans(r)[k][1] for r in range(world))
-    return {**opt.state_dict(), **{k: LazyTensor((size(k),), t.dtype, lambda k=k: _joined(opt, k)) for k, t in opt.named_state.items()}}
+    size = opt._state_sizes(0, opt.flat.numel())                        # (one process's: the parts' together)
+    return {**opt.state_dict(), **{k: LazyTensor((size[k],), t.dtype, lambda k=k: _joined(opt, k)) for k, t in opt.named_state.items()}}
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
@@ -635,8 +639,7 @@ def check_gather(c: TrainConfig, model: DiffusionModel, world: int = 1, rank: in
     (on the device) when rank 0's host cannot hold the largest of its state tensors whole, as it joins each one there for a
     checkpoint (`whole_state`)."""
     if c.mode != "full" or world == 1 or rank != 0 or trains_layerwise(model, c.budget, c.optimizer, world): return
-    metas = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
-    need = max(t.nbytes for t in make_optimizer(c.optimizer, metas, lr=1.0).named_state.values())   # (built on meta: nothing allocated)
+    need = max(t.nbytes for t in _meta_optimizer(model, c.optimizer)[0].named_state.values())   # (built on meta: nothing allocated)
     if need > (have := host_available()):
         raise ValueError(f"host memory: each checkpoint of this full fine-tune joins its {c.optimizer} state, sharded over {world} processes, "
                          f"on rank 0's host a tensor at a time: about {format_bytes(need)}, but {format_bytes(have)} is available; use "
@@ -723,7 +726,7 @@ def _resume(run: Run, st: TrainState):
         if cmeta["signature"] != st.meta["signature"] or f.get_slice("params").get_shape() != [st.opt.flat.numel()]:
             raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
         steps = torch.tensor(cmeta["step"], dtype=torch.int64)            # (checkpoints before the optimizer choice hold no `steps`)
-        spans = st.opt.state_spans() if getattr(st.opt, "shard", (0, 1))[1] > 1 else None   # (sharded: this rank's part)
+        spans = st.opt.state_spans() if _shards(st.opt) > 1 else None   # (sharded: this rank's part)
         st.opt.load_state_dict(_Stored(f, [k for k in st.opt.state_dict() if k != "steps" and k in f.keys()], spans, steps=steps))
         if st.ema is not None:
             with torch.no_grad(): st.ema.copy_(f.get_tensor("ema"))
@@ -1233,7 +1236,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         memory = plan_run_memory(run, st, log)
     if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
                                                                                                  #  which each process may run a different number of)
-    if getattr(st.opt, "shard", (0, 1))[1] > 1 and not run.rank:
+    if _shards(st.opt) > 1 and not run.rank:
         log(f"sharded: each of the {run.world} processes keeps and updates its part of the {run.config.optimizer} state "
             f"({format_bytes(storage_bytes(*st.opt.named_state.values()))} here), the weights and gradients whole")
     if isinstance(st.opt, HostOptimizer) and not run.rank:
