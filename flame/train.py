@@ -25,8 +25,8 @@ from .streaming import BudgetTooSmall, host_weights, stream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_bytes
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes, _meta_optimizer
-from .models.layers import FAMILIES, DiffusionModel, Family, LazyTensor, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
+from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
+from .models.layers import FAMILIES, ChunkedTensor, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
@@ -36,10 +36,10 @@ __all__ = ['STATE_CHUNK', 'TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run'
            'text_offset', 'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written',
            'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read',
            'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise',
-           'check_gather', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
-           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
-           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
-           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
+           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output',
+           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
            'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
            'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
@@ -297,22 +297,22 @@ def share_parts(opt) -> None:
 
 STATE_CHUNK = 1 << 24                            # elements a rank sends at a time when a checkpoint gathers a sharded state
 
-def _joined(opt, k: str) -> Tensor:
-    "State tensor `k` whole on rank 0's host: its own part, then each other rank's, received a chunk at a time."
+def _received(n: int, like: Tensor, src: int) -> Tensor:
     import torch.distributed as dist
-    t, spans = opt.named_state[k], [opt.state_spans(r)[k] for r in range(opt.shard[1])]
-    whole = torch.empty(sum(n for _, n in spans), dtype=t.dtype)
-    for r, (at, n) in enumerate(spans):
-        for a in range(0, n, STATE_CHUNK):
-            part = t[a:a + STATE_CHUNK] if r == 0 else torch.empty(min(STATE_CHUNK, n - a), dtype=t.dtype, device=t.device)
-            if r: dist.recv(part, src=r)
-            whole[at + a:at + a + part.numel()].copy_(part)
-    return whole
+    part = torch.empty(n, dtype=like.dtype, device=like.device)
+    dist.recv(part, src=src)
+    return part
+
+def _chunks_of(opt, k: str):
+    "State tensor `k` in one process's order, a chunk at a time: rank 0's own part, then each other rank's, as it is received."
+    t, sizes = opt.named_state[k], [opt.state_spans(r)[k][1] for r in range(opt.shard[1])]   # (the parts, in rank order)
+    for r, n in enumerate(sizes):
+        for a in range(0, n, STATE_CHUNK): yield t[a:a + STATE_CHUNK] if r == 0 else _received(min(STATE_CHUNK, n - a), t, r)
 
 def whole_state(opt, rank: int) -> dict | None:
-    """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: on rank 0 each state tensor is a `LazyTensor`
-    joined when the checkpoint's writer loads it — one at a time, in name order — while the other ranks send their parts in that
-    order (and get None): rank 0's host holds one whole state tensor at a time."""
+    """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: on rank 0 each state tensor is a `ChunkedTensor`
+    that the checkpoint's writer writes as its chunks come — in name order — while the other ranks send their parts in that
+    order (and get None): rank 0's host holds one chunk of the state at a time (`STATE_CHUNK` elements)."""
     if _shards(opt) == 1: return opt.state_dict()
     import torch.distributed as dist
     if rank:
@@ -321,7 +321,7 @@ def whole_state(opt, rank: int) -> dict | None:
             for a in range(0, t.numel(), STATE_CHUNK): dist.send(t[a:a + STATE_CHUNK].contiguous(), dst=0)
         return None
     size = opt._state_sizes(0, opt.flat.numel())                        # (one process's: the parts' together)
-    return {**opt.state_dict(), **{k: LazyTensor((size[k],), t.dtype, lambda k=k: _joined(opt, k)) for k, t in opt.named_state.items()}}
+    return {**opt.state_dict(), **{k: ChunkedTensor((size[k],), t.dtype, lambda k=k: _chunks_of(opt, k)) for k, t in opt.named_state.items()}}
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
@@ -634,17 +634,6 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
                          f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
                          f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
 
-def check_gather(c: TrainConfig, model: DiffusionModel, world: int = 1, rank: int = 0):
-    """Refuse in one line, before anything is written, a full fine-tune whose optimizer state is sharded over `world` processes
-    (on the device) when rank 0's host cannot hold the largest of its state tensors whole, as it joins each one there for a
-    checkpoint (`whole_state`)."""
-    if c.mode != "full" or world == 1 or rank != 0 or trains_layerwise(model, c.budget, c.optimizer, world): return
-    need = max(t.nbytes for t in _meta_optimizer(model, c.optimizer)[0].named_state.values())   # (built on meta: nothing allocated)
-    if need > (have := host_available()):
-        raise ValueError(f"host memory: each checkpoint of this full fine-tune joins its {c.optimizer} state, sharded over {world} processes, "
-                         f"on rank 0's host a tensor at a time: about {format_bytes(need)}, but {format_bytes(have)} is available; use "
-                         + ("--optimizer adafactor, " if c.optimizer != "adafactor" else "") + "or a machine with more memory")
-
 # %% ../nbs/70_train.ipynb #5c8d69d1
 @contextmanager
 def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
@@ -692,7 +681,7 @@ def setup(config: TrainConfig, *, model=None, data=None) -> Run:
     trained = _adapt(c, model, fam, text)
     check_text_cut(c, trained, model.net)
     check_budget(model, c.budget, c.optimizer, _update_scratch(c, model, device))
-    check_layerwise(c, model, world, device, _local_world(world)); check_gather(c, model, world, rank)
+    check_layerwise(c, model, world, device, _local_world(world))
     resume_from = _check_resume(c, out, base) if c.resume else None
     check_disk(c, out, model, ds, device)
     return Run(c, device, fam, ds, model, base, out, resume_from, rank=rank, world=world, trained=trained)

@@ -12,7 +12,7 @@ import hashlib, importlib
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, NamedTuple, Protocol, runtime_checkable
+from typing import Callable, Iterable, Mapping, NamedTuple, Protocol, runtime_checkable
 from fastcore.basics import patch
 import torch
 import torch.nn.functional as F
@@ -24,13 +24,13 @@ from ..streaming import stream, unstream
 # %% auto #0
 __all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut',
            'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
-           'read_safetensors', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state',
-           'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant', 'variant_loader',
-           'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config',
-           'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes',
-           'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming', 'kohya_file_name',
-           'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model', 'Denoiser', 'FinalLayer',
-           'check_shape', 'Family', 'family']
+           'read_safetensors', 'ChunkedTensor', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout',
+           'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant',
+           'variant_loader', 'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE',
+           'ldm_vae_config', 'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks',
+           'weight_bytes', 'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming',
+           'kohya_file_name', 'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
+           'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -173,10 +173,27 @@ def read_safetensors(path) -> tuple[dict[str, LazyTensor], dict]:
     return _open_file(path)
 
 # %% ../../nbs/30_models.ipynb #39b25d64
-def write_safetensors(tensors: Mapping[str, LazyTensor | Tensor], path, metadata: dict[str, str] | None = None):
-    "Write `tensors` to `path` in safetensors format, loading one tensor at a time; atomic (temp file, fsync, rename)."
+class ChunkedTensor(NamedTuple):
+    "A tensor known by shape and dtype whose elements `chunks()` yields in order, a piece at a time (any shapes; together its size)."
+    shape: tuple
+    dtype: torch.dtype
+    chunks: Callable[[], Iterable[Tensor]]
+
+def _write_chunks(f, k: str, ct: ChunkedTensor):
+    "Write `ct`'s chunks as they come, holding none of them past its write."
+    n = 0
+    for c in ct.chunks():
+        if c.dtype != ct.dtype: raise ValueError(f"tensors[{k!r}]: declared {ct.dtype}, a chunk is {c.dtype}")
+        n += c.numel()
+        f.write(c.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().data)
+        del c                                                     # (before the next is made: one chunk at a time)
+    if n != math.prod(ct.shape): raise ValueError(f"tensors[{k!r}]: declared {math.prod(ct.shape)} elements, its chunks held {n}")
+
+def write_safetensors(tensors: Mapping[str, LazyTensor | ChunkedTensor | Tensor], path, metadata: dict[str, str] | None = None):
+    """Write `tensors` to `path` in safetensors format, loading one tensor at a time (a `ChunkedTensor` one chunk at a time); atomic
+    (temp file, fsync, rename)."""
     path = Path(path)
-    items = {k: v if isinstance(v, LazyTensor) else LazyTensor.of(v) for k, v in sorted(tensors.items())}
+    items = {k: v if isinstance(v, (LazyTensor, ChunkedTensor)) else LazyTensor.of(v) for k, v in sorted(tensors.items())}
     header, offset = {}, 0
     for k, lt in items.items():
         if lt.dtype not in ST_CODE: raise ValueError(f"tensors[{k!r}]: dtype {lt.dtype} has no safetensors code")
@@ -189,6 +206,7 @@ def write_safetensors(tensors: Mapping[str, LazyTensor | Tensor], path, metadata
     with atomic_file(path) as f:
         f.write(struct.pack("<Q", len(head))); f.write(head)
         for k, lt in items.items():
+            if isinstance(lt, ChunkedTensor): _write_chunks(f, k, lt); continue
             t = lt.load()
             if tuple(t.shape) != tuple(lt.shape) or t.dtype != lt.dtype:
                 raise ValueError(f"tensors[{k!r}]: declared {tuple(lt.shape)} {lt.dtype}, loaded {tuple(t.shape)} {t.dtype}")
