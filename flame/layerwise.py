@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 from torch import nn
 from fastcore.basics import patch
-from .optim import FlatOptimizer, group_norm, make_optimizer
+from .optim import FlatOptimizer, group_norm, make_optimizer, norm2
 from .tensor import off_device
 from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
@@ -258,7 +258,7 @@ def _scale_pieces(g: torch.Tensor, lo: int, pieces: list, starts: list):
 @patch
 def _norm(self: HostOptimizer) -> float:
     "The gradients' global norm (clipped globally): summed on the device as they came (one micro-batch a step), else read from the host."
-    return self._sq.sum().sqrt().item() if self.pinned and not self._summed else self.opt.grads.flat.norm().item()
+    return self._sq.sum().sqrt().item() if self.pinned and not self._summed else norm2(self.opt.grads.flat).item()
 
 def clips_apart(clip: str, max_grad_norm) -> bool:
     "Whether no clipping needs every gradient before an update — clipped by unit, or not at all: a unit may update in its backward."

@@ -26,22 +26,23 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
-from .models.layers import FAMILIES, ChunkedTensor, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
+from .fsdp import gathered
+from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
 
 # %% auto #0
-__all__ = ['STATE_CHUNK', 'TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts', 'whole_state',
-           'text_offset', 'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written',
-           'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read',
-           'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise',
-           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
-           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output',
-           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
-           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
-           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
+__all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts', 'whole_state', 'text_offset',
+           'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written', 'disk_need',
+           'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'check_host',
+           'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise', 'text_on', 'setup',
+           'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss',
+           'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses',
+           'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples',
+           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step',
+           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index', 'plan_run_memory',
+           'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -295,33 +296,13 @@ def share_parts(opt) -> None:
     for r, (lo, hi) in enumerate(opt.parts()):
         if lo < hi: dist.broadcast(opt.flat[lo:hi], src=r)
 
-STATE_CHUNK = 1 << 24                            # elements a rank sends at a time when a checkpoint gathers a sharded state
-
-def _received(n: int, like: Tensor, src: int) -> Tensor:
-    import torch.distributed as dist
-    part = torch.empty(n, dtype=like.dtype, device=like.device)
-    dist.recv(part, src=src)
-    return part
-
-def _chunks_of(opt, k: str):
-    "State tensor `k` in one process's order, a chunk at a time: rank 0's own part, then each other rank's, as it is received."
-    t, sizes = opt.named_state[k], [opt.state_spans(r)[k][1] for r in range(opt.shard[1])]   # (the parts, in rank order)
-    for r, n in enumerate(sizes):
-        for a in range(0, n, STATE_CHUNK): yield t[a:a + STATE_CHUNK] if r == 0 else _received(min(STATE_CHUNK, n - a), t, r)
-
 def whole_state(opt, rank: int) -> dict | None:
-    """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: on rank 0 each state tensor is a `ChunkedTensor`
-    that the checkpoint's writer writes as its chunks come — in name order — while the other ranks send their parts in that
-    order (and get None): rank 0's host holds one chunk of the state at a time (`STATE_CHUNK` elements)."""
+    """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: each state tensor's parts joined in rank order
+    (`gathered`, 24_fsdp): on rank 0 written to the checkpoint a chunk at a time as the other ranks send them; None elsewhere."""
     if _shards(opt) == 1: return opt.state_dict()
-    import torch.distributed as dist
-    if rank:
-        for k in sorted(opt.named_state):
-            t = opt.named_state[k]
-            for a in range(0, t.numel(), STATE_CHUNK): dist.send(t[a:a + STATE_CHUNK].contiguous(), dst=0)
-        return None
-    size = opt._state_sizes(0, opt.flat.numel())                        # (one process's: the parts' together)
-    return {**opt.state_dict(), **{k: ChunkedTensor((size[k],), t.dtype, lambda k=k: _chunks_of(opt, k)) for k, t in opt.named_state.items()}}
+    plans = {k: [(r, 0, opt.state_spans(r)[k][1]) for r in range(opt.shard[1])] for k in opt.named_state}   # (a part a rank)
+    out = gathered(dict(opt.named_state), plans, rank)
+    return None if out is None else {**opt.state_dict(), **out}
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
