@@ -16,7 +16,7 @@ from .optim import FlatAdamW, FlatOptimizer, norm2
 from .models.layers import ST_DTYPE, ChunkedTensor
 
 # %% auto #0
-__all__ = ['Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part']
+__all__ = ['Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part', 'gather_weights']
 
 # %% ../nbs/24_fsdp.ipynb #fs24a005
 def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dtype | None = None) -> nn.Module:
@@ -32,7 +32,7 @@ def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dty
     return net
 
 # %% ../nbs/24_fsdp.ipynb #fs24a007
-class ShardedOptimizer:
+class ShardedOptimizer(torch.optim.Optimizer):
     """`make(params)` (a `FlatAdamW`) over copies of this process's shards of `net`'s trainable weights, sharded by `shard_units`;
     `step()` takes the gradients FSDP2 summed, clips them over all processes and writes the new weights back to the shards."""
     def __init__(self, net: nn.Module, make: Callable[[list], FlatOptimizer]):
@@ -40,6 +40,7 @@ class ShardedOptimizer:
         self.params = [p for p in net.parameters() if p.requires_grad]
         if not self.params or not all(isinstance(p, DTensor) for p in self.params):
             raise ValueError("net: expected trainable weights sharded by shard_units (DTensors)")
+        super().__init__(self.params, {})                              # (a torch optimizer over the model's weights: hooks, timelines)
         with torch.no_grad(): self.local = [p.to_local() for p in self.params]          # (views of FSDP2's shards)
         self.opt = make([nn.Parameter(t.detach().clone()) for t in self.local])
         if not isinstance(self.opt, FlatAdamW):
@@ -103,11 +104,22 @@ def step(self: ShardedOptimizer):
         else: g.copy_(p.grad.to_local()); p.grad = None
     self._clip()
     self.opt.step(clip=False)
+    self.write_back()
+
+@patch
+@torch.no_grad()
+def write_back(self: ShardedOptimizer):
+    "The flat buffer's weights into FSDP2's shards (after a step, a load, or an EMA swapped in)."
     for t, w in zip(self.local, self.opt.param_groups[0]["params"]): t.copy_(w)
 
 @patch
 def zero_grad(self: ShardedOptimizer, set_to_none: bool = True):
     for p in self.params: p.grad = None
+
+@patch
+def state_tensors(self: ShardedOptimizer) -> tuple:
+    "What this optimizer keeps where the weights live: FSDP2's shards, their flat copies, the gradients, AdamW's moments."
+    return (*self.local, *self.opt.state_tensors())
 
 # %% ../nbs/24_fsdp.ipynb #fs24a012
 STATE_CHUNK = 1 << 24                 # elements sent and written at a time when a checkpoint joins a sharded tensor
@@ -150,8 +162,7 @@ def state_dict(self: ShardedOptimizer) -> dict[str, Tensor]: return self.opt.sta
 def load_state_dict(self: ShardedOptimizer, state: dict):
     "This process's state back (`state_dict()`'s), its weights into FSDP2's shards."
     self.opt.load_state_dict(state)
-    with torch.no_grad():
-        for t, w in zip(self.local, self.opt.param_groups[0]["params"]): t.copy_(w)
+    self.write_back()
 
 @patch
 def whole_state(self: ShardedOptimizer, extra: dict[str, Tensor] | None = None) -> dict | None:
@@ -165,3 +176,15 @@ def whole_state(self: ShardedOptimizer, extra: dict[str, Tensor] | None = None) 
 def load_whole(self: ShardedOptimizer, f):
     "Load this process's part of a state an open safetensors file `f` holds in one process's layout (any N wrote it)."
     self.load_state_dict({k: f.get_tensor(k) if k == "steps" else read_part(f, k, self.plan, self.rank) for k in self.opt.state_dict()})
+
+@torch.no_grad()
+def gather_weights(net: nn.Module, rank: int):
+    """Every sharded weight of `net` made whole, one at a time, as a plain parameter on rank 0's CPU (the others take part and keep
+    theirs): the trained model, to save at the end. The model is no longer sharded on rank 0 after."""
+    from torch.distributed.tensor import DTensor
+    for m in list(net.modules()):
+        for name, p in list(m.named_parameters(recurse=False)):
+            if not isinstance(p, DTensor): continue
+            whole = p.full_tensor()                                  # (collective: every rank, in the same order)
+            if rank == 0: setattr(m, name, nn.Parameter(whole.cpu(), requires_grad=p.requires_grad))
+            del whole

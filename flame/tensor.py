@@ -92,8 +92,8 @@ def off_device():
 def _storages(t: torch.Tensor) -> list:
     "Untyped storages behind `t` (several for wrapper subclasses, none for meta tensors)."
     if type(t) is not torch.Tensor and is_traceable_wrapper_subclass(t):
-        attrs, _ = t.__tensor_flatten__()
-        return [st for a in attrs for st in _storages(getattr(t, a))]
+        attrs, _ = t.__tensor_flatten__()                     # (a DTensor's name its device mesh too: only tensors hold storage)
+        return [st for a in attrs if isinstance(v := getattr(t, a), torch.Tensor) for st in _storages(v)]
     if t.device.type == "meta": return []
     return [t.untyped_storage()]
 

@@ -26,7 +26,7 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
-from .fsdp import gathered
+from .fsdp import ShardedOptimizer, gather_weights, gathered, read_part, shard_units
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -84,6 +84,7 @@ class TrainConfig:
     max_grad_norm: float | None = 1.0
     clip: str = "global"                 # global: by the whole gradient's norm (exact); unit: each block to its share of max_grad_norm (a
                                          #   layer-wise full fine-tune on a GPU then updates each block in its backward)
+    fsdp: bool = False                   # a full fine-tune on several processes shards its weights and gradients too (FSDP2; AdamW only)
     guidance: float = 1.0                # the guidance input while training a guidance-distilled model
     seed: int = 0
     save_every: int = 100
@@ -156,6 +157,8 @@ def _validate(self: TrainConfig):
     if isinstance(self.bucket_mb, bool) or not (isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0): _bad(self, "bucket_mb", "a positive number")
     if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
     if self.weights_dtype == "bf16" and self.mode != "full": _bad(self, "weights_dtype", "'fp32' with mode='lora' (LoRA factors are small: they train in fp32)")
+    if self.fsdp and (self.mode != "full" or self.optimizer not in ("adamw", "adamw-bf16") or self.cuda_graph):
+        _bad(self, "fsdp", "False but with mode='full', optimizer 'adamw' or 'adamw-bf16' and no cuda_graph (FSDP2 cuts weights by rows: an elementwise update)")
     if self.sample_prompts is not None:
         self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
 
@@ -296,13 +299,16 @@ def share_parts(opt) -> None:
     for r, (lo, hi) in enumerate(opt.parts()):
         if lo < hi: dist.broadcast(opt.flat[lo:hi], src=r)
 
-def whole_state(opt, rank: int) -> dict | None:
-    """`opt.state_dict()` as one process's (an unsharded one's as it is). Sharded: each state tensor's parts joined in rank order
-    (`gathered`, 24_fsdp): on rank 0 written to the checkpoint a chunk at a time as the other ranks send them; None elsewhere."""
-    if _shards(opt) == 1: return opt.state_dict()
+def whole_state(opt, rank: int, ema: Tensor | None = None) -> dict | None:
+    """`opt.state_dict()` as one process's, with `ema` (laid as the weights) as "ema" (an unsharded one's as it is). Sharded: each
+    part joined in one process's order (`gathered`, 24_fsdp): on rank 0 written to the checkpoint a chunk at a time as the other
+    ranks send theirs; None elsewhere."""
+    extra = {} if ema is None else {"ema": ema}
+    if isinstance(opt, ShardedOptimizer): return opt.whole_state(extra)               # (FSDP2: every weight's rows, and the EMA's)
+    if _shards(opt) == 1: return {**opt.state_dict(), **extra}
     plans = {k: [(r, 0, opt.state_spans(r)[k][1]) for r in range(opt.shard[1])] for k in opt.named_state}   # (a part a rank)
     out = gathered(dict(opt.named_state), plans, rank)
-    return None if out is None else {**opt.state_dict(), **out}
+    return None if out is None else {**opt.state_dict(), **out, **extra}
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
@@ -347,10 +353,9 @@ def _check_resume(c: TrainConfig, out: Path, base: str) -> Path:
                          f"this run has batch_size={c.batch_size!r} × nproc={c.nproc!r} = {c.batch_size * c.nproc}; they must match to resume")
     return last
 
-def _save_checkpoint(path: Path, state: dict, ema: Tensor | None, history: list, meta: dict):
+def _save_checkpoint(path: Path, state: dict, history: list, meta: dict):
     tensors = {**state,
                "history": torch.tensor([[r["loss"], r["grad_norm"], r["seconds"], r["mem_bytes"]] for r in history], dtype=torch.float64).reshape(-1, 4)}
-    if ema is not None: tensors["ema"] = ema
     write_safetensors(tensors, path, metadata={"flame.train": json.dumps(meta)})   # a tensor at a time, atomically: no second copy of the state
 
 # %% ../nbs/70_train.ipynb #4e71ba3f
@@ -603,7 +608,7 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state, sharded over `world`
     processes, fills the budget) on a host that cannot hold its weights, gradients and optimizer state (a copy for each of the
     `local` processes on this host; None: `world`)."""
-    if c.mode != "full" or not trains_layerwise(model, c.budget, c.optimizer, world): return
+    if c.mode != "full" or (c.fsdp and world > 1) or not trains_layerwise(model, c.budget, c.optimizer, world): return
     world = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
@@ -692,14 +697,17 @@ class _Stored(Mapping):
 
 def _resume(run: Run, st: TrainState):
     cmeta = _checkpoint_meta(run.resume_from)
+    fsdp = isinstance(st.opt, ShardedOptimizer)
     with safe_open(str(run.resume_from), "pt") as f:
-        if cmeta["signature"] != st.meta["signature"] or f.get_slice("params").get_shape() != [st.opt.flat.numel()]:
+        if cmeta["signature"] != st.meta["signature"] or f.get_slice("params").get_shape() != [st.opt.total if fsdp else st.opt.flat.numel()]:
             raise ValueError(f"resume: {run.resume_from} holds parameters of another model (signature {cmeta['signature']}, this run {st.meta['signature']})")
         steps = torch.tensor(cmeta["step"], dtype=torch.int64)            # (checkpoints before the optimizer choice hold no `steps`)
-        spans = st.opt.state_spans() if _shards(st.opt) > 1 else None   # (sharded: this rank's part)
-        st.opt.load_state_dict(_Stored(f, [k for k in st.opt.state_dict() if k != "steps" and k in f.keys()], spans, steps=steps))
+        if fsdp: st.opt.load_whole(f)                                        # (FSDP2: this rank's rows of each tensor)
+        else:
+            spans = st.opt.state_spans() if _shards(st.opt) > 1 else None   # (sharded: this rank's part)
+            st.opt.load_state_dict(_Stored(f, [k for k in st.opt.state_dict() if k != "steps" and k in f.keys()], spans, steps=steps))
         if st.ema is not None:
-            with torch.no_grad(): st.ema.copy_(f.get_tensor("ema"))
+            with torch.no_grad(): st.ema.copy_(read_part(f, "ema", st.opt.plan, run.rank) if fsdp else f.get_tensor("ema"))
         history = f.get_tensor("history").tolist()
     st.step = st.opt.steps                                                # (older checkpoints' "rng": no longer drawn from)
     st.history = [dict(step=i + 1, loss=l, grad_norm=gn, lr=run.config.lr, seconds=s, mem_bytes=int(m[0]) if m else 0)   # (3 columns before mem_bytes was kept)
@@ -710,10 +718,12 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
     """The optimizer over the trainable parameters and EMA, fresh or resumed: on the device (the parameters moved there), or
     `layerwise` (None: when a full fine-tune's state fills the budget) on the host, the weights streamed."""
     c = run.config
-    if layerwise is None: layerwise = c.mode == "full" and trains_layerwise(run.model, c.budget, c.optimizer, run.world)
+    fsdp = c.fsdp and run.world > 1
+    if layerwise is None: layerwise = c.mode == "full" and not fsdp and trains_layerwise(run.model, c.budget, c.optimizer, run.world)
     named = _trainable(run.trained)                                # (the network's LoRA, then the text encoders' if they train)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     if layerwise: opt = _host_optimizer(run)
+    elif fsdp: opt = _fsdp_optimizer(run)
     else:
         place(run.model, run.device, c.budget, c.optimizer)            # before the optimizer: its flat buffers are made where the parameters are
         if c.text_encoder_lr is not None: text_to(run.data.text_encoder, run.device)   # (they encode every batch now, on the device)
@@ -721,7 +731,7 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
         if c.text_encoder_lr not in (None, c.lr): opt.lr_from(text_offset(run.trained, run.model.net), c.text_encoder_lr)
         if c.clip == "unit": opt.clip_by(unit_groups([p for _, p in named], run.model.stream_units()))   # (what a layer-wise run clips)
     st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
-    if run.world > 1 and not layerwise: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))   # (layer-wise: `_host_optimizer`)
+    if run.world > 1 and not layerwise and not fsdp: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))   # (layer-wise: `_host_optimizer`; FSDP2 reduces its own)
     if run.resume_from is not None: _resume(run, st)
     return st
 
@@ -741,6 +751,14 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
     return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip, accumulate=c.grad_accum > 1)
 
+def _fsdp_optimizer(run: Run) -> ShardedOptimizer:
+    "FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the rows."
+    c, net, units = run.config, run.model.net, run.model.stream_units()
+    shard_units(net.to(run.device), units, torch.bfloat16 if run.device.type == "cuda" else None)
+    opt = ShardedOptimizer(net, lambda ps: _make_optimizer(c, ps))
+    if c.clip == "unit": opt.clip_by(unit_groups(opt.params, units))
+    return opt
+
 def _summed_over_ranks(grads: list):
     "Sum gradients over the processes, in place (a layer-wise run: each as it comes, a unit updated in its backward at once)."
     import torch.distributed as dist
@@ -749,7 +767,7 @@ def _summed_over_ranks(grads: list):
 def _set_weights(st: TrainState, flat: Tensor):
     "Make `flat` (the optimizer's flat layout) the trained weights: in its buffer, and where streamed blocks stream from."
     st.opt.flat.copy_(flat)
-    if isinstance(st.opt, HostOptimizer): st.opt.write_back()
+    if isinstance(st.opt, (HostOptimizer, ShardedOptimizer)): st.opt.write_back()
 
 # %% ../nbs/70_train.ipynb #b0ced276
 def micro_batch(run: Run, n: int, rank: int | None = None) -> dict | None:
@@ -865,7 +883,8 @@ def train_step(run: Run, st: TrainState, memory: MemoryPlan, step: int) -> float
     for k in range(c.grad_accum):
         n = (step - 1) * c.grad_accum + k
         if (batch := micro_batch(run, n)) is None:               # an empty share adds nothing — but a layer-wise run sums each
-            if not isinstance(st.opt, HostOptimizer) or run.world == 1: continue   # gradient as it comes: every process must run
+            if not isinstance(st.opt, (HostOptimizer, ShardedOptimizer)) or run.world == 1: continue   # gradient as it comes (FSDP2's forward gathers
+                                                                 #  weights): every process must run
             batch, zero = micro_batch(run, n, rank=0), True      # its backward, so this one runs rank 0's, counted 0 times
         else: zero = False
         with memory.activations():
@@ -1013,8 +1032,9 @@ def _follow_output(run: Run) -> Prompts:
 
 def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: str) -> Tensor:
     "A labelled grid of samples (EMA weights after the start, if any) to samples/NAME.png."
-    c = run.config
-    if run.rank: return None                                          # rank 0 samples
+    c, fsdp = run.config, isinstance(st.opt, ShardedOptimizer)
+    if run.rank and not fsdp: return None                             # rank 0 samples (FSDP2's forward gathers weights: every rank)
+    if fsdp: prompts = _broadcast(run, prompts if run.rank == 0 else None)
     with _timed(run, "sampling"):
         swap = st.ema is not None and name != "before"
         if swap: saved = st.opt.flat.clone(); _set_weights(st, st.ema)
@@ -1023,15 +1043,15 @@ def save_samples(run: Run, st: TrainState, prompts: Prompts, name: str, title: s
         imgs = sample_images(run.model, run.data, context, pooled, seeds=c.sample_seeds, steps=c.n_sample_steps,
                              guidance=run.family.guidance or c.guidance, device=run.device, autocast=_autocast(run))
         if swap: _set_weights(st, saved)
-        _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
+        if not run.rank: _png(labelled_grid(imgs, prompts.texts, c.sample_seeds, title), run.out / "samples" / f"{name}.png")
     return imgs
 
 # %% ../nbs/70_train.ipynb #5612df05
 def save_checkpoint(run: Run, st: TrainState) -> Path:
     "Checkpoint the state at its step (keeping the last two), rewrite metrics.csv, and commit a fresh run's folder."
-    name, state = f"step-{st.step:06d}.safetensors", whole_state(st.opt, run.rank)   # (sharded: gathered on rank 0)
+    name, state = f"step-{st.step:06d}.safetensors", whole_state(st.opt, run.rank, st.ema)   # (sharded: gathered on rank 0)
     if run.rank == 0:
-        _save_checkpoint(run.out / "checkpoints" / name, state, st.ema, st.history, {**st.meta, "step": st.step})
+        _save_checkpoint(run.out / "checkpoints" / name, state, st.history, {**st.meta, "step": st.step})
         for old in _checkpoints(run.out)[:-2]: old.unlink()
         _write_metrics(run.out / "metrics.csv", st.history)
         commit(run)                               # something to keep: a fresh run takes its folder's place now
@@ -1047,6 +1067,7 @@ def finish(run: Run, st: TrainState) -> Path:
     "Write the trained weights (EMA if any): lora.safetensors, or model.safetensors in the loaded layout; metrics; loss plot."
     c = run.config
     if st.ema is not None: _set_weights(st, st.ema)
+    if isinstance(st.opt, ShardedOptimizer): gather_weights(run.model.net, run.rank)   # (FSDP2: the weights whole on rank 0)
     if run.rank: return None                      # rank 0 writes
     if c.mode == "lora": weights = save_lora(run.trained, run.out / "lora.safetensors", c.format, base_model=run.base, steps=st.step)
     else:
@@ -1197,7 +1218,10 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     st = start_state(run)
     try: memory, why = plan_run_memory(run, st, log), "budget: another process's step does not fit beside its part of the state: every one trains layer-wise"
     except NeedsLayerwise as e: memory, why = None, str(e)
-    if _agree(run, memory is None):                                  # (sharded, the processes' states differ a little: all or none)
+    if (again := _agree(run, memory is None)) and isinstance(st.opt, ShardedOptimizer):   # (sharded, the processes' states differ a little:
+        raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
+                         "process; raise --budget, add processes, or leave --fsdp out (layer-wise)")                  #  all or none)
+    if again:
         if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
         st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
         if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
@@ -1206,6 +1230,9 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         memory = plan_run_memory(run, st, log)
     if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
                                                                                                  #  which each process may run a different number of)
+    if isinstance(st.opt, ShardedOptimizer) and not run.rank:
+        log(f"fsdp: each of the {run.world} processes keeps its rows of every weight, gradient and {run.config.optimizer} moment "
+            f"({format_bytes(storage_bytes(*st.opt.state_tensors()))} here); each block is gathered whole for its forward and backward")
     if _shards(st.opt) > 1 and not run.rank:
         log(f"sharded: each of the {run.world} processes keeps and updates its part of the {run.config.optimizer} state "
             f"({format_bytes(storage_bytes(*st.opt.named_state.values()))} here), the weights and gradients whole")
