@@ -8,6 +8,8 @@ and into all at once (each streaming rank copies most of the frozen weights ever
     python3 bench/distributed.py --mode full --budget 12GB --out $OUT/distributed_full.json   # Flux-dev fully fine-tuned, layer-wise
     python3 bench/distributed.py --mode full --size small --optimizer adamw --weights-dtype fp32 --budget 7GB \
         --out $OUT/distributed_sharded.json   # a state that fits 2 GPUs sharded, not 1: resident on 2, layer-wise on 1
+    python3 bench/distributed.py --mode full --size small --optimizer adamw --weights-dtype fp32 --fsdp --budget 7GB \
+        --out $OUT/distributed_fsdp.json      # the same under FSDP2 on the N processes (weights and gradients sharded too)
     python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
 
 `--mode full` trains every weight instead (bf16 weights, Adafactor, each block clipped to its share and updated in its
@@ -101,8 +103,10 @@ def main():
     ap.add_argument("--mode", choices=["lora", "full"], default="lora")
     ap.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adafactor", help="--mode full: the optimizer")
     ap.add_argument("--weights-dtype", choices=["fp32", "bf16"], default="bf16", help="--mode full: the trained weights' dtype")
+    ap.add_argument("--fsdp", action="store_true", help="--mode full with adamw or adamw-bf16: the N-process runs under FSDP2 (flame train --fsdp)")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
+    if a.fsdp and (a.mode != "full" or a.optimizer not in ("adamw", "adamw-bf16")): ap.error("--fsdp needs --mode full and --optimizer adamw or adamw-bf16")
     from flame.data import Shapes
     from flame.train import TrainConfig
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -113,10 +117,10 @@ def main():
     base = TrainConfig(model="flux-dev", checkpoint=files["checkpoint"], vae=files["field"], text_encoder=files["field"], budget=a.budget,
                        resolution=a.resolution, steps=a.steps, batch_size=1, rank=16, lr=1e-4, save_every=0, sample_seeds=1, sample_steps=1,
                        progress=False, overwrite=True, device=device)
-    if a.mode == "full": base = replace(base, mode="full", weights_dtype=a.weights_dtype, optimizer=a.optimizer, clip="unit")
+    if a.mode == "full": base = replace(base, mode="full", weights_dtype=a.weights_dtype, optimizer=a.optimizer, clip="unit", fsdp=a.fsdp)   # (one process: no FSDP2)
     data = Shapes(n=16, size=a.resolution)
     res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "gpus": gpus, "date": time.strftime("%Y-%m-%d"),
-           "torch": torch.__version__, "size": a.size, "mode": a.mode, "optimizer": a.optimizer, "weights_dtype": a.weights_dtype, "resolution": a.resolution, "budget_per_gpu": a.budget}
+           "torch": torch.__version__, "size": a.size, "mode": a.mode, "optimizer": a.optimizer, "weights_dtype": a.weights_dtype, "fsdp": a.fsdp, "resolution": a.resolution, "budget_per_gpu": a.budget}
     if device == "cuda": res["copy_gb_s"] = copy_rates(a.nproc)
     turns = []                                                        # (runs minutes apart drift with the machine: in turns)
     for _ in range(a.rounds):
@@ -134,7 +138,7 @@ def main():
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     t, s = res["throughput"], res["same_global_batch"]
-    what = "LoRA r16" if a.mode == "lora" else f"full fine-tune ({a.weights_dtype}, {a.optimizer}, --clip unit)"
+    what = "LoRA r16" if a.mode == "lora" else f"full fine-tune ({a.weights_dtype}, {a.optimizer}, --clip unit{', --fsdp' if a.fsdp else ''})"
     print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} {what} at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
     for k in ("one", "many"):
         r = t[k]; sps = r["s_per_step"]

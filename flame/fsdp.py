@@ -19,15 +19,17 @@ from .models.layers import ST_DTYPE, ChunkedTensor
 __all__ = ['Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part', 'gather_weights']
 
 # %% ../nbs/24_fsdp.ipynb #fs24a005
-def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dtype | None = None) -> nn.Module:
-    "FSDP2 over the process group: each of `units`, then `net` (the rest); gradients summed over the processes in fp32."
+def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dtype | None = None, device="cpu") -> nn.Module:
+    "FSDP2 over the process group: each of `units`, then `net` (the rest), its rows moved to `device`; gradients summed in fp32."
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     if not dist.is_initialized(): raise ValueError("shard_units: needs a process group (torch.distributed.init_process_group)")
     if scalars := [n for n, p in net.named_parameters() if p.dim() == 0]:
         raise ValueError(f"net: FSDP2 shards weights by rows; {scalars[0]} is a scalar")
+    mesh = init_device_mesh(torch.device(device).type, (dist.get_world_size(),))
     policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for m in (*units, net):
-        fully_shard(m, mp_policy=policy)
+        fully_shard(m, mesh=mesh, mp_policy=policy)
         m.set_gradient_divide_factor(1.0); m.set_force_sum_reduction_for_comms(True)
     return net
 

@@ -754,7 +754,7 @@ def _host_optimizer(run: Run) -> HostOptimizer:
 def _fsdp_optimizer(run: Run) -> ShardedOptimizer:
     "FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the rows."
     c, net, units = run.config, run.model.net, run.model.stream_units()
-    shard_units(net.to(run.device), units, torch.bfloat16 if run.device.type == "cuda" else None)
+    shard_units(net, units, torch.bfloat16 if run.device.type == "cuda" else None, run.device)   # (each block to the device as it is cut)
     opt = ShardedOptimizer(net, lambda ps: _make_optimizer(c, ps))
     if c.clip == "unit": opt.clip_by(unit_groups(opt.params, units))
     return opt
