@@ -52,6 +52,9 @@ class ShardedOptimizer(torch.optim.Optimizer):
         dist.all_gather_object(rows, [t.shape[0] for t in self.local])
         self.plan = _segments(self.params, rows)                      # one process's layout, in segments of the ranks' buffers
         self.clip_groups, self.total = None, sum(p.numel() for p in self.params)
+        self.aliased = all(p.dtype == self.opt.grads.dtype for p in self.params)   # (FSDP2 may sum into the flat gradients: `zero_grad`)
+        self.zero_grad()
+        self.state[self.params[0]].update(copies=self.opt.flat, **self.opt.named_state)   # (where memory timelines look for state)
 
     flat = property(lambda self: self.opt.flat)                      # this process's shards, flat
     grads = property(lambda self: self.opt.grads)
@@ -103,7 +106,7 @@ def step(self: ShardedOptimizer):
     "Take each weight's summed gradient (none: zero), clip, update this process's rows, and write them back to FSDP2's shards."
     for p, g in zip(self.params, self.opt.grads.grads):
         if p.grad is None: g.zero_()
-        else: g.copy_(p.grad.to_local()); p.grad = None
+        elif p.grad.to_local().data_ptr() != g.data_ptr() or not g.numel(): g.copy_(p.grad.to_local()); p.grad = None   # (not summed in place)
     self._clip()
     self.opt.step(clip=False)
     self.write_back()
@@ -116,7 +119,11 @@ def write_back(self: ShardedOptimizer):
 
 @patch
 def zero_grad(self: ShardedOptimizer, set_to_none: bool = True):
-    for p in self.params: p.grad = None
+    "Forget the gradients; fp32 weights: each `.grad` a zeroed view of the flat buffer, which FSDP2 sums into (no second copy)."
+    from torch.distributed.tensor import DTensor
+    for p, g in zip(self.params, self.opt.grads.grads):
+        p.grad = None
+        if self.aliased: p.grad = DTensor.from_local(g.zero_(), p.device_mesh, p.placements, run_check=False, shape=p.shape, stride=p.stride())
 
 @patch
 def state_tensors(self: ShardedOptimizer) -> tuple:
