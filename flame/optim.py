@@ -127,8 +127,10 @@ def _group_at(self: FlatOptimizer, lo: int) -> dict:
 NORM_ROW = 4096     # elements a norm sums in one run: one fp32 sum over a long buffer drifts (on the CPU, 3.7e-4 over 10M elements)
 
 def norm2(t: Tensor) -> Tensor:
-    "The 2-norm of `t` in fp32, to rounding: runs of `NORM_ROW` elements reduced apart, then their norms (a 0-d tensor where `t` is)."
-    t = t.reshape(-1)
+    """The 2-norm of `t` in fp32, to rounding: runs of `NORM_ROW` elements reduced apart, then their norms (a 0-d tensor where `t` is).
+    On a GPU a tensor of up to 2²⁴ elements takes one plain reduction, which spreads it over its threads (not measured there)."""
+    if t.is_cuda and t.numel() <= 1 << 24: return torch.linalg.vector_norm(t.reshape(-1), dtype=torch.float32)   # (clipping a unit's
+    t = t.reshape(-1)                                                                                            #  tensors: 1 kernel each)
     n = t.numel() // NORM_ROW * NORM_ROW
     runs = torch.linalg.vector_norm(t[:n].view(-1, NORM_ROW), dim=1, dtype=torch.float32)
     return torch.linalg.vector_norm(torch.cat([runs, torch.linalg.vector_norm(t[n:], dtype=torch.float32).reshape(1)]))

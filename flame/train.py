@@ -613,8 +613,8 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
     if need > (have := host_available()):
-        shrink = [o for o, on in (("--optimizer adafactor", c.optimizer != "adafactor"), ("--weights-dtype bf16", c.weights_dtype == "fp32"),
-                                  ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
+        shrink = [o for o, on in (("--fsdp", world > 1 and c.optimizer in ("adamw", "adamw-bf16")), ("--optimizer adafactor", c.optimizer != "adafactor"),
+                                  ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
                          + (f", a copy for each of its {world} processes" if world > 1 else "") + ", about "
                          f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
@@ -1222,7 +1222,8 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
                          "process; raise --budget, add processes, or leave --fsdp out (layer-wise)")                  #  all or none)
     if again:
-        if not run.rank: log(f"memory: {why.removeprefix('budget: ')}")
+        if not run.rank: log(f"memory: {why.removeprefix('budget: ')}" + ("; --fsdp would shard the weights and gradients over the processes too, "
+                             "which may keep the step on the GPUs" if run.world > 1 and run.config.optimizer in ("adamw", "adamw-bf16") else ""))
         st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
         if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
         st = None; gc.collect()                                      # the device optimizer goes before the host one is made
