@@ -1231,6 +1231,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         memory = plan_run_memory(run, st, log)
     if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
                                                                                                  #  which each process may run a different number of)
+    if run.config.fsdp and run.world == 1: log("fsdp: one process, nothing to shard: it trains as without --fsdp")
     if isinstance(st.opt, ShardedOptimizer) and not run.rank:
         log(f"fsdp: each of the {run.world} processes keeps its rows of every weight, gradient and {run.config.optimizer} moment "
             f"({format_bytes(storage_bytes(*st.opt.state_tensors()))} here); each block is gathered whole for its forward and backward")
