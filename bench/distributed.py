@@ -106,7 +106,8 @@ def main():
     ap.add_argument("--fsdp", action="store_true", help="--mode full with adamw or adamw-bf16: the N-process runs under FSDP2 (flame train --fsdp)")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
-    if a.fsdp and (a.mode != "full" or a.optimizer not in ("adamw", "adamw-bf16")): ap.error("--fsdp needs --mode full and --optimizer adamw or adamw-bf16")
+    from flame.fsdp import FSDP_OPTIMIZERS
+    if a.fsdp and (a.mode != "full" or a.optimizer not in FSDP_OPTIMIZERS): ap.error(f"--fsdp needs --mode full and --optimizer {' or '.join(FSDP_OPTIMIZERS)}")
     from flame.data import Shapes
     from flame.train import TrainConfig
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -16,7 +16,8 @@ from .optim import FlatAdamW, FlatOptimizer, norm2
 from .models.layers import ST_DTYPE, ChunkedTensor
 
 # %% auto #0
-__all__ = ['Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part', 'gather_weights']
+__all__ = ['FSDP_OPTIMIZERS', 'Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part',
+           'gather_weights']
 
 # %% ../nbs/24_fsdp.ipynb #fs24a005
 def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dtype | None = None, device="cpu") -> nn.Module:
@@ -34,6 +35,8 @@ def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dty
     return net
 
 # %% ../nbs/24_fsdp.ipynb #fs24a007
+FSDP_OPTIMIZERS = ("adamw", "adamw-bf16")   # the elementwise ones (`make_optimizer`'s names): FSDP2 cuts each weight by rows
+
 class ShardedOptimizer(torch.optim.Optimizer):
     """`make(params)` (a `FlatAdamW`) over copies of this process's shards of `net`'s trainable weights, sharded by `shard_units`;
     `step()` takes the gradients FSDP2 summed, clips them over all processes and writes the new weights back to the shards."""
@@ -51,7 +54,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
         rows = [None] * self.world
         dist.all_gather_object(rows, [t.shape[0] for t in self.local])
         self.plan = _segments(self.params, rows)                      # one process's layout, in segments of the ranks' buffers
-        self.clip_groups, self.total = None, sum(p.numel() for p in self.params)
+        self.total = sum(p.numel() for p in self.params)
         self.aliased = all(p.dtype == self.opt.grads.dtype for p in self.params)   # (FSDP2 may sum into the flat gradients: `zero_grad`)
         self.zero_grad()
         self.state[self.params[0]].update(copies=self.opt.flat, **self.opt.named_state)   # (where memory timelines look for state)
@@ -79,20 +82,19 @@ def _segments(params: list, rows: list[list[int]]) -> list[Segment]:
 @patch
 def clip_by(self: ShardedOptimizer, groups: list[list[int]] | None):
     "Clip each group of parameters (indices; `FlatOptimizer.clip_by`'s) to its share of `max_grad_norm`, by the whole weights' sizes."
-    self.opt.clip_by(groups)
-    self.clip_groups = None if groups is None else [list(g) for g in groups]
+    self.opt.clip_by(groups)                                          # (kept there; its `step(clip=False)` leaves them to `_clip`)
 
 @patch
 def _clip(self: ShardedOptimizer):
     "Clip as one process would: the squared norms (global, or each group's) summed over the processes first."
     g = self.opt.grads.grads
-    groups = self.clip_groups or [list(range(len(g)))]
+    groups = self.opt.clip_groups or [list(range(len(g)))]
     sq = torch.zeros(len(groups), dtype=torch.float64, device=self.flat.device)
     for k, grp in enumerate(groups):
         for i in grp: sq[k] += norm2(g[i]).double() ** 2
     dist.all_reduce(sq)
     norms = sq.sqrt().float()
-    if self.clip_groups is None:
+    if self.opt.clip_groups is None:
         if (s := self.opt._clip_scale(norms[0].item())) is not None: self.opt.grads.flat.mul_(s)
         return
     self.opt.grad_norm = torch.linalg.vector_norm(norms).item()

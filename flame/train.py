@@ -26,7 +26,7 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
-from .fsdp import ShardedOptimizer, gather_weights, gathered, read_part, shard_units
+from .fsdp import FSDP_OPTIMIZERS, ShardedOptimizer, gather_weights, gathered, read_part, shard_units
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -157,7 +157,7 @@ def _validate(self: TrainConfig):
     if isinstance(self.bucket_mb, bool) or not (isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0): _bad(self, "bucket_mb", "a positive number")
     if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
     if self.weights_dtype == "bf16" and self.mode != "full": _bad(self, "weights_dtype", "'fp32' with mode='lora' (LoRA factors are small: they train in fp32)")
-    if self.fsdp and (self.mode != "full" or self.optimizer not in ("adamw", "adamw-bf16") or self.cuda_graph):
+    if self.fsdp and (self.mode != "full" or self.optimizer not in FSDP_OPTIMIZERS or self.cuda_graph):
         _bad(self, "fsdp", "False but with mode='full', optimizer 'adamw' or 'adamw-bf16' and no cuda_graph (FSDP2 cuts weights by rows: an elementwise update)")
     if self.sample_prompts is not None:
         self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
@@ -613,7 +613,7 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
     if need > (have := host_available()):
-        shrink = [o for o, on in (("--fsdp", world > 1 and c.optimizer in ("adamw", "adamw-bf16")), ("--optimizer adafactor", c.optimizer != "adafactor"),
+        shrink = [o for o, on in (("--fsdp", world > 1 and c.optimizer in FSDP_OPTIMIZERS), ("--optimizer adafactor", c.optimizer != "adafactor"),
                                   ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
                          + (f", a copy for each of its {world} processes" if world > 1 else "") + ", about "
@@ -1223,7 +1223,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
                          "process; raise --budget, add processes, or leave --fsdp out (layer-wise)")                  #  all or none)
     if again:
         if not run.rank: log(f"memory: {why.removeprefix('budget: ')}" + ("; --fsdp would shard the weights and gradients over the processes too, "
-                             "which may keep the step on the GPUs" if run.world > 1 and run.config.optimizer in ("adamw", "adamw-bf16") else ""))
+                             "which may keep the step on the GPUs" if run.world > 1 and run.config.optimizer in FSDP_OPTIMIZERS else ""))
         st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
         if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
         st = None; gc.collect()                                      # the device optimizer goes before the host one is made

@@ -179,13 +179,17 @@ class ChunkedTensor(NamedTuple):
     dtype: torch.dtype
     chunks: Callable[[], Iterable[Tensor]]
 
+def _write_bytes(f, t: Tensor):
+    "`t`'s elements as raw bytes in `f` (from the host: safetensors' little-endian layout)."
+    f.write(t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().data)
+
 def _write_chunks(f, k: str, ct: ChunkedTensor):
     "Write `ct`'s chunks as they come, holding none of them past its write."
     n = 0
     for c in ct.chunks():
         if c.dtype != ct.dtype: raise ValueError(f"tensors[{k!r}]: declared {ct.dtype}, a chunk is {c.dtype}")
         n += c.numel()
-        f.write(c.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().data)
+        _write_bytes(f, c)
         del c                                                     # (before the next is made: one chunk at a time)
     if n != math.prod(ct.shape): raise ValueError(f"tensors[{k!r}]: declared {math.prod(ct.shape)} elements, its chunks held {n}")
 
@@ -210,7 +214,7 @@ def write_safetensors(tensors: Mapping[str, LazyTensor | ChunkedTensor | Tensor]
             t = lt.load()
             if tuple(t.shape) != tuple(lt.shape) or t.dtype != lt.dtype:
                 raise ValueError(f"tensors[{k!r}]: declared {tuple(lt.shape)} {lt.dtype}, loaded {tuple(t.shape)} {t.dtype}")
-            f.write(t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().data)
+            _write_bytes(f, t)
 
 # %% ../../nbs/30_models.ipynb #f0dd40be
 class Rename(NamedTuple):
