@@ -28,7 +28,7 @@ def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dty
     if scalars := [n for n, p in net.named_parameters() if p.dim() == 0]:
         raise ValueError(f"net: FSDP2 shards weights by rows; {scalars[0]} is a scalar")
     mesh = init_device_mesh(torch.device(device).type, (dist.get_world_size(),))
-    policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
+    policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32, cast_forward_inputs=False)   # (autocast's)
     for m in (*units, net):
         fully_shard(m, mesh=mesh, mp_policy=policy)
         m.set_gradient_divide_factor(1.0); m.set_force_sum_reduction_for_comms(True)
