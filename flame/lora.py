@@ -48,7 +48,9 @@ class LoRA(nn.Module):
     def extra_repr(self) -> str: return f"rank={self.rank}, alpha={self.alpha:g}" + (", merged" if self.merged else "")
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.up(self.down(self.dropout(x.to(self.down.weight.dtype)))) * self.scale
+        d = x.device.type                                                                    # (autocast casts in the products)
+        if not (torch.amp.is_autocast_available(d) and torch.is_autocast_enabled(d)): x = x.to(self.down.weight.dtype)
+        return self.up(self.down(self.dropout(x)) * self.scale)                              # (scaled at the rank: r wide)
 
     def delta_weight(self) -> Tensor:
         "ΔW = (alpha/rank)·up @ down in the layer's weight shape ((out, in), or (out, in, kh, kw) for a conv), in fp32 or wider."
