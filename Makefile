@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.flame-installed
 
-.PHONY: install demo test check-clean lint nbtest pytest docs browser wheels test-gpu test-gpu-setup test-gpu-nbs test-gpu-bench test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4 test-gpu-all
+.PHONY: install demo test check-clean lint nbtest pytest docs browser wheels test-gpu test-gpu-setup test-gpu-nbs test-gpu-bench test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4 test-gpu-12 test-gpu-34 test-gpu-all
 
 # On a CPU machine `torch==2.13.0` resolves to the local CPU build; an unpinned torch would pull
 # gigabytes of CUDA wheels, so torch is installed first, pinned, and only if the venv lacks one.
@@ -116,5 +116,5 @@ test-gpu-bench: test-gpu-setup
 test-gpu: test-gpu-nbs test-gpu-bench
 	@echo "test-gpu: passed"
 
-test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4 test-gpu-all: test-gpu-setup
+test-gpu-1 test-gpu-2 test-gpu-3 test-gpu-4 test-gpu-12 test-gpu-34 test-gpu-all: test-gpu-setup
 	bash .ci/gpu-lanes $(subst test-gpu-,,$@)
