@@ -604,11 +604,15 @@ def _update_scratch(c: TrainConfig, model, device: torch.device) -> int:
     if c.mode != "full" or device.type != "cuda": return 0
     return (backward_update_bytes if updates_in_backward(c, device) else update_scratch_bytes)(model, c.optimizer)
 
+def _starts_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1) -> bool:
+    "Whether a run of `c` starts layer-wise: a full fine-tune, not under FSDP2 on several processes, whose state (sharded over `world`) fills the budget."
+    return c.mode == "full" and not (c.fsdp and world > 1) and trains_layerwise(model, c.budget, c.optimizer, world)
+
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu"), local: int | None = None):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state, sharded over `world`
     processes, fills the budget) on a host that cannot hold its weights, gradients and optimizer state (a copy for each of the
     `local` processes on this host; None: `world`)."""
-    if c.mode != "full" or (c.fsdp and world > 1) or not trains_layerwise(model, c.budget, c.optimizer, world): return
+    if not _starts_layerwise(c, model, world): return
     world = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
@@ -719,7 +723,7 @@ def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
     `layerwise` (None: when a full fine-tune's state fills the budget) on the host, the weights streamed."""
     c = run.config
     fsdp = c.fsdp and run.world > 1
-    if layerwise is None: layerwise = c.mode == "full" and not fsdp and trains_layerwise(run.model, c.budget, c.optimizer, run.world)
+    if layerwise is None: layerwise = _starts_layerwise(c, run.model, run.world)
     named = _trainable(run.trained)                                # (the network's LoRA, then the text encoders' if they train)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     if layerwise: opt = _host_optimizer(run)
