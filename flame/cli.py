@@ -19,7 +19,7 @@ _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encode
                  alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, text_encoder_lr=None, optimizer="adamw", base_dtype="bf16", weights_dtype="fp32", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
                  weight_decay=0.0, max_grad_norm=1.0, clip="global", guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
-                 caption_dropout=0.0, device="auto", nproc=1, bucket_mb=25.0, progress=True, cuda_graph=False, fsdp=False)     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
+                 caption_dropout=0.0, device="auto", nproc=1, bucket_mb=25.0, progress=True, cuda_graph=False, fsdp="auto")     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
 _EPILOG = """examples:
   flame train                                    the embedded demo: a LoRA that teaches a tiny Flux a new colour (CPU, minutes)
   flame train --model flux-dev --checkpoint flux1-dev.safetensors --vae FLUX.1-dev --text-encoder FLUX.1-dev \\
@@ -39,6 +39,11 @@ def _nproc(s: str):
     except ValueError: v = 0
     if v < 1: raise argparse.ArgumentTypeError(f"expected an int >= 1 or auto, got {s!r}")
     return v
+
+def _fsdp(s: str):
+    "--fsdp: on, off or auto (a bare --fsdp: on)."
+    if s not in ("on", "off", "auto"): raise argparse.ArgumentTypeError(f"expected on, off or auto, got {s!r}")
+    return {"on": True, "off": False}.get(s, s)
 
 def _size(s: str):
     return int(s) if s.isdigit() else s
@@ -131,9 +136,10 @@ def _memory_samples_output(p, D):
     g.add_argument("--cuda-graph", action="store_true", help="replay each GPU step's forward and backward as CUDA graphs: faster where "
                    "Python's kernel launches bound the step (small models, small batches); under --budget held to it by the memory the graphs "
                    "reserve (a first step over it goes on eagerly); a streamed or offloaded step stays eager")
-    g.add_argument("--fsdp", action="store_true", help="with --mode full and several processes: shard the weights and gradients too, not "
-                   "only the optimizer state (PyTorch's FSDP2; adamw or adamw-bf16): for a model whose training state fits the GPUs together "
-                   "but not one; each block is gathered whole for its forward and backward (default: off)")
+    g.add_argument("--fsdp", nargs="?", const=True, type=_fsdp, metavar="on|off|auto", help="with --mode full and several processes: shard "
+                   "the weights and gradients too, not only the optimizer state (PyTorch's FSDP2; adamw or adamw-bf16), each block gathered "
+                   "whole for its forward and backward; auto: where only that fits --budget, else the state-sharded or layer-wise run "
+                   f"(a bare --fsdp: on; default: {D['fsdp']})")
     g.add_argument("--nproc", type=_nproc, metavar="N", help="processes, one per GPU (gloo on the CPU), each taking --batch-size samples of every "
                                                            f"micro-batch; auto: every visible GPU (default: {D['nproc']})")
     g.add_argument("--bucket-mb", type=float, metavar="MB", help="with several processes, gradients are summed in buckets of this many MiB, "

@@ -12,12 +12,14 @@ import torch
 import torch.distributed as dist
 from torch import nn, Tensor
 from fastcore.basics import patch
-from .optim import FlatAdamW, FlatOptimizer, norm2
+import copy
+from .optim import FlatAdamW, FlatOptimizer, make_optimizer, norm2
+from .tensor import storage_bytes
 from .models.layers import ST_DTYPE, ChunkedTensor
 
 # %% auto #0
 __all__ = ['FSDP_OPTIMIZERS', 'Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part',
-           'gather_weights']
+           'gather_weights', 'fsdp_state_bytes', 'keep_whole']
 
 # %% ../nbs/24_fsdp.ipynb #fs24a005
 def shard_units(net: nn.Module, units: list[nn.Module], compute_dtype: torch.dtype | None = None, device="cpu") -> nn.Module:
@@ -199,3 +201,33 @@ def gather_weights(net: nn.Module, rank: int):
             whole = p.full_tensor()                                  # (collective: every rank, in the same order)
             if rank == 0: setattr(m, name, nn.Parameter(whole.cpu(), requires_grad=p.requires_grad))
             del whole
+
+# %% ../nbs/24_fsdp.ipynb #fs24b002
+def fsdp_state_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 2) -> int | None:
+    """Bytes the most loaded of `world` processes keeps of `model`'s trainable weights under `shard_units` and `ShardedOptimizer`:
+    FSDP2's shard of each (rank 0's rows, the most), the optimizer over their copies (weights, fp32 gradients, `optimizer`'s
+    state), and FSDP2's gradient of the rows where the weights are not fp32; from buffers built on the meta device. None: a
+    weight is a scalar, which FSDP2 cannot shard by rows."""
+    weights = [p for p in model.parameters() if p.requires_grad]
+    if not weights or any(p.dim() == 0 for p in weights): return None if weights else 0
+    shards = [nn.Parameter(torch.empty((-(-p.shape[0] // world), *p.shape[1:]), dtype=p.dtype, device="meta")) for p in weights]
+    opt = make_optimizer(optimizer, shards, lr=1.0)
+    own = sum(s.numel() * s.element_size() * (1 if s.dtype == opt.grads.dtype else 2) for s in shards)   # (not fp32: its gradient too)
+    return own + storage_bytes(*opt.state_tensors())
+
+def keep_whole(net: nn.Module) -> Callable[[], nn.Module]:
+    """Before `shard_units(net, ...)`: a function that gives `net` back unsharded, as it is now. Its modules are copied on the
+    meta device (no bytes) and, when the function is called, given the tensors `net` holds now, kept until the function goes."""
+    held = [*net.parameters(), *net.buffers()]
+    meta = {id(t): nn.Parameter(t.detach().to("meta"), t.requires_grad) if isinstance(t, nn.Parameter) else t.detach().to("meta") for t in held}
+    kept = {id(meta[id(t)]): t.detach() for t in held}
+    skeleton = copy.deepcopy(net, dict(meta))
+    def back() -> nn.Module:
+        made = {}
+        for m in skeleton.modules():
+            for name, p in m._parameters.items():
+                if p is not None: m._parameters[name] = made.get(id(p)) or made.setdefault(id(p), nn.Parameter(kept[id(p)], p.requires_grad))
+            for name, b in m._buffers.items():
+                if b is not None: m._buffers[name] = kept[id(b)]
+        return skeleton
+    return back

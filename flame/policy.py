@@ -82,13 +82,13 @@ class MemoryPlan:
         return offload_activations() if self.policy == "offload" else nullcontext()
 
 # %% ../nbs/22_policy.ipynb #e088833f
-def _fit_resident(model, optimizer, probe, device, budget, measured) -> str | None:
+def _fit_resident(model, optimizer, probe, device, budget, measured, agree=lambda b: b) -> str | None:
     for policy in POLICIES[:3 if torch.device(device).type == "cuda" else 2]:
         model.checkpointing = policy != "resident"
         plan = MemoryPlan(budget, policy)
         def step():
             with plan.activations(): probe()
-        measured[policy] = measure_peak(step, device, model, optimizer)
+        measured[policy] = agree(measure_peak(step, device, model, optimizer))
         if measured[policy] <= budget: return policy
     return None
 
@@ -139,16 +139,18 @@ class NeedsLayerwise(ValueError):
         self.budget, self.state, self.step = budget, state, step
 
 # %% ../nbs/22_policy.ipynb #820be408
-def plan_memory(model, optimizer, probe, device, budget=None, *, store=None) -> MemoryPlan:
-    "Choose and apply the first policy whose measured probe step fits `budget` (bytes or '8GB'; None: resident)."
+def plan_memory(model, optimizer, probe, device, budget=None, *, store=None, agree=None) -> MemoryPlan:
+    """Choose and apply the first policy whose measured probe step fits `budget` (bytes or '8GB'; None: resident). `agree`: each
+    size measured made the same on every process (their largest), where the probes are collective (FSDP2): they choose together."""
+    agree = agree or (lambda b: b)
     model.checkpointing = False
     if budget is None: return MemoryPlan(None)
     budget = parse_size(budget, "budget")
     layerwise = getattr(getattr(model, "_flame_streaming", None), "trainable", False)    # streams its trainable weights already
-    frozen, state = frozen_unit_bytes(model), storage_bytes(*optimizer.state_tensors())
+    frozen, state = frozen_unit_bytes(model), agree(storage_bytes(*optimizer.state_tensors()))
     measured = {"frozen": frozen, "state": state}
     room = not layerwise and frozen + state < budget  # as `place` decided
-    policy = _fit_resident(model, optimizer, probe, device, budget, measured) if room else None
+    policy = _fit_resident(model, optimizer, probe, device, budget, measured, agree) if room else None
     if policy is None and not layerwise and not frozen: raise NeedsLayerwise(budget, state, min(measured[k] for k in POLICIES if k in measured))
     if policy is None: policy, splan = "stream", _stream(model, optimizer, probe, device, budget, measured, store, layerwise)
     else: splan = None

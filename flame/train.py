@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv, fcntl, gc, io, json, math, os, shutil, signal, time, weakref
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, asdict, field, replace
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 from collections.abc import Mapping
 from pathlib import Path
 import torch
@@ -26,7 +26,7 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
-from .fsdp import FSDP_OPTIMIZERS, ShardedOptimizer, gather_weights, gathered, read_part, shard_units
+from .fsdp import FSDP_OPTIMIZERS, ShardedOptimizer, fsdp_state_bytes, gather_weights, gathered, keep_whole, read_part, shard_units
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
@@ -36,13 +36,13 @@ from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _dige
 __all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts', 'whole_state', 'text_offset',
            'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written', 'disk_need',
            'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'check_host',
-           'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'check_layerwise', 'text_on', 'setup',
-           'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss',
-           'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses',
-           'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output', 'save_samples',
-           'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar', 'time_to_first_step',
-           'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index', 'plan_run_memory',
-           'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
+           'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'start_paths', 'check_layerwise',
+           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
+           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
+           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output',
+           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
+           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -84,7 +84,8 @@ class TrainConfig:
     max_grad_norm: float | None = 1.0
     clip: str = "global"                 # global: by the whole gradient's norm (exact); unit: each block to its share of max_grad_norm (a
                                          #   layer-wise full fine-tune on a GPU then updates each block in its backward)
-    fsdp: bool = False                   # a full fine-tune on several processes shards its weights and gradients too (FSDP2; AdamW only)
+    fsdp: bool | str = "auto"            # a full fine-tune on several processes: True shards its weights and gradients too (FSDP2; AdamW
+                                         #  only); "auto": where only that fits the budget (`start_paths`); False: never
     guidance: float = 1.0                # the guidance input while training a guidance-distilled model
     seed: int = 0
     save_every: int = 100
@@ -157,7 +158,8 @@ def _validate(self: TrainConfig):
     if isinstance(self.bucket_mb, bool) or not (isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0): _bad(self, "bucket_mb", "a positive number")
     if self.base_dtype == "fp8" and self.mode == "full": _bad(self, "base_dtype", "'bf16' with mode='full' (fp8 weights are frozen: LoRA only)")
     if self.weights_dtype == "bf16" and self.mode != "full": _bad(self, "weights_dtype", "'fp32' with mode='lora' (LoRA factors are small: they train in fp32)")
-    if self.fsdp and (self.mode != "full" or self.optimizer not in FSDP_OPTIMIZERS or self.cuda_graph):
+    if not (isinstance(self.fsdp, bool) or self.fsdp == "auto"): _bad(self, "fsdp", "True, False or 'auto'")
+    if self.fsdp is True and (self.mode != "full" or self.optimizer not in FSDP_OPTIMIZERS or self.cuda_graph):
         _bad(self, "fsdp", "False but with mode='full', optimizer 'adamw' or 'adamw-bf16' and no cuda_graph (FSDP2 cuts weights by rows: an elementwise update)")
     if self.sample_prompts is not None:
         self.sample_prompts = (self.sample_prompts,) if isinstance(self.sample_prompts, str) else tuple(self.sample_prompts)
@@ -309,6 +311,13 @@ def whole_state(opt, rank: int, ema: Tensor | None = None) -> dict | None:
     plans = {k: [(r, 0, opt.state_spans(r)[k][1]) for r in range(opt.shard[1])] for k in opt.named_state}   # (a part a rank)
     out = gathered(dict(opt.named_state), plans, rank)
     return None if out is None else {**opt.state_dict(), **out, **extra}
+
+def _most(run: Run, n: int) -> int:
+    "The largest of `n` over the processes (each process's measure of a collective step, made one)."
+    import torch.distributed as dist
+    t = torch.tensor([n], dtype=torch.int64, device=run.device if run.device.type == "cuda" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
@@ -604,9 +613,24 @@ def _update_scratch(c: TrainConfig, model, device: torch.device) -> int:
     if c.mode != "full" or device.type != "cuda": return 0
     return (backward_update_bytes if updates_in_backward(c, device) else update_scratch_bytes)(model, c.optimizer)
 
+def start_paths(c: TrainConfig, model: DiffusionModel, world: int = 1) -> list[str]:
+    """How a run of `c` on `world` processes may hold its training state, in the order tried, each while the one before's measured
+    step does not fit the budget: 'device' (a full fine-tune on several processes: its optimizer state sharded), 'fsdp' (FSDP2:
+    the weights and gradients sharded too) and 'layerwise' (the state on the host, the blocks streamed). A LoRA: 'device'."""
+    if c.mode != "full": return ["device"]
+    if c.fsdp is True and world > 1: return ["fsdp"]
+    paths = [] if trains_layerwise(model, c.budget, c.optimizer, world) else ["device"]
+    return paths + (["fsdp"] if _fsdp_fits(c, model, world) else []) + ["layerwise"]
+
+def _fsdp_fits(c: TrainConfig, model: DiffusionModel, world: int) -> bool:
+    "fsdp='auto' on several processes: whether FSDP2 may hold the state (an elementwise optimizer, no CUDA graphs) within the budget."
+    if c.fsdp != "auto" or world == 1 or c.budget is None or c.optimizer not in FSDP_OPTIMIZERS or c.cuda_graph: return False
+    need = fsdp_state_bytes(model, c.optimizer, world)                      # (None: a scalar weight, which FSDP2 cannot cut by rows)
+    return need is not None and need < parse_size(c.budget, "budget")
+
 def _starts_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1) -> bool:
-    "Whether a run of `c` starts layer-wise: a full fine-tune, not under FSDP2 on several processes, whose state (sharded over `world`) fills the budget."
-    return c.mode == "full" and not (c.fsdp and world > 1) and trains_layerwise(model, c.budget, c.optimizer, world)
+    "Whether a run of `c` starts layer-wise: a full fine-tune whose state fills the budget, sharded over `world` (and by FSDP2, where it may be)."
+    return start_paths(c, model, world)[0] == "layerwise"
 
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu"), local: int | None = None):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state, sharded over `world`
@@ -617,7 +641,7 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
     if need > (have := host_available()):
-        shrink = [o for o, on in (("--fsdp", world > 1 and c.optimizer in FSDP_OPTIMIZERS), ("--optimizer adafactor", c.optimizer != "adafactor"),
+        shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), ("--optimizer adafactor", c.optimizer != "adafactor"),
                                   ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
                          + (f", a copy for each of its {world} processes" if world > 1 else "") + ", about "
@@ -687,6 +711,7 @@ class TrainState:
     step: int = 0
     last_checkpoint: Path | None = None
     reducer: BucketReduce | None = None      # several processes: the gradients' all-reduce, in buckets overlapped with backward
+    unshard: Callable | None = None          # FSDP2 chosen by itself, until its step is known to fit: the model given back whole (`keep_whole`)
 
 class _Stored(Mapping):
     """The tensors `keys` of an open safetensors file `f`, each read when asked for (`spans`: name -> (start, length), that part
@@ -718,23 +743,23 @@ def _resume(run: Run, st: TrainState):
                   for i, (l, gn, s, *m) in enumerate(history)]
     st.last_checkpoint = run.resume_from
 
-def start_state(run: Run, layerwise: bool | None = None) -> TrainState:
-    """The optimizer over the trainable parameters and EMA, fresh or resumed: on the device (the parameters moved there), or
-    `layerwise` (None: when a full fine-tune's state fills the budget) on the host, the weights streamed."""
+def start_state(run: Run, how: str | None = None) -> TrainState:
+    """The optimizer over the trainable parameters and EMA, fresh or resumed, held `how` (None: the first of `start_paths`): on the
+    device (the parameters moved there), under FSDP2 (sharded), or layer-wise on the host, the weights streamed."""
     c = run.config
-    fsdp = c.fsdp and run.world > 1
-    if layerwise is None: layerwise = _starts_layerwise(c, run.model, run.world)
+    how = how or start_paths(c, run.model, run.world)[0]
+    layerwise, fsdp, unshard = how == "layerwise", how == "fsdp", None
     named = _trainable(run.trained)                                # (the network's LoRA, then the text encoders' if they train)
     meta = {"signature": _signature([(n, list(p.shape)) for n, p in named]), "base": run.base, "config": asdict(c)}
     if layerwise: opt = _host_optimizer(run)
-    elif fsdp: opt = _fsdp_optimizer(run)
+    elif fsdp: opt, unshard = _fsdp_optimizer(run, keep=c.fsdp == "auto")   # (chosen by itself: a way back kept)
     else:
         place(run.model, run.device, c.budget, c.optimizer)            # before the optimizer: its flat buffers are made where the parameters are
         if c.text_encoder_lr is not None: text_to(run.data.text_encoder, run.device)   # (they encode every batch now, on the device)
         opt = _make_optimizer(c, [p for _, p in named], (run.rank, run.world) if c.mode == "full" else (0, 1))   # (several: sharded)
         if c.text_encoder_lr not in (None, c.lr): opt.lr_from(text_offset(run.trained, run.model.net), c.text_encoder_lr)
         if c.clip == "unit": opt.clip_by(unit_groups([p for _, p in named], run.model.stream_units()))   # (what a layer-wise run clips)
-    st = TrainState(opt, opt.flat.clone() if c.ema else None, meta)
+    st = TrainState(opt, opt.flat.clone() if c.ema else None, meta, unshard=unshard)
     if run.world > 1 and not layerwise and not fsdp: st.reducer = BucketReduce(opt.grads, int(c.bucket_mb * 2**20))   # (layer-wise: `_host_optimizer`; FSDP2 reduces its own)
     if run.resume_from is not None: _resume(run, st)
     return st
@@ -755,13 +780,17 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
     return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip, accumulate=c.grad_accum > 1)
 
-def _fsdp_optimizer(run: Run) -> ShardedOptimizer:
-    "FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the rows."
+def _fsdp_optimizer(run: Run, keep: bool = False) -> tuple[ShardedOptimizer, Callable | None]:
+    """FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the
+    rows; and with `keep`, the way back to the model whole (`keep_whole`)."""
     c, net, units = run.config, run.model.net, run.model.stream_units()
+    for p in net.parameters(): p.grad = None
+    run.model.cpu()                           # (after a device attempt whose step did not fit: its weights out of its flat buffer)
+    back = keep_whole(net) if keep else None
     shard_units(net, units, torch.bfloat16 if run.device.type == "cuda" else None, run.device)   # (each block to the device as it is cut)
     opt = ShardedOptimizer(net, lambda ps: _make_optimizer(c, ps))
     if c.clip == "unit": opt.clip_by(unit_groups(opt.params, units))
-    return opt
+    return opt, back
 
 def _summed_over_ranks(grads: list):
     "Sum gradients over the processes, in place (a layer-wise run: each as it comes, a unit updated in its backward at once)."
@@ -1191,6 +1220,7 @@ class TrainResult:
     seconds: float = 0.0
     times: dict = field(default_factory=dict)    # seconds per stage: setup (loading, building), caching, planning, sampling, training
     first_step: float = 0.0                      # seconds from the call to the end of the first step (in the log by stage)
+    held: str = "device"                         # where the training state was: 'device', 'fsdp' (FSDP2: sharded) or 'layerwise' (host)
 
 def probe_index(run: Run) -> int:
     """The micro-batch a probe measures: epoch 0's largest share for rank 0 (its samples × its bucket's pixels), the first such —
@@ -1207,7 +1237,8 @@ def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     n = probe_index(run)
     probe = Probe(lambda: micro_batch_loss(run, micro_batch(run, n, rank=0)), st.opt)
     store = stream_store(run) if run.device.type == "cpu" else None
-    try: memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store)
+    agree = (lambda b: _most(run, b)) if isinstance(st.opt, ShardedOptimizer) else None   # (FSDP2's probes are collective: one choice)
+    try: memory = plan_memory(run.model, st.opt, probe, run.device, run.config.budget, store=store, agree=agree)
     except torch.cuda.OutOfMemoryError:
         w, h = max(run.data.buckets, key=lambda b: b[0] * b[1])
         raise ValueError(f"resolution: one training step at {w}×{h} (batch {run.config.batch_size}) does not fit in the GPU's memory "
@@ -1217,35 +1248,24 @@ def plan_run_memory(run: Run, st: TrainState, log=print) -> MemoryPlan:
     return memory
 
 def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
-    """The run's state and memory plan (`start_state`, `plan_run_memory`); a full fine-tune whose measured step does not fit beside
-    its state on the device starts over layer-wise, said in one line. A layer-wise run says what it keeps in host memory."""
-    st = start_state(run)
-    try: memory, why = plan_run_memory(run, st, log), "budget: another process's step does not fit beside its part of the state: every one trains layer-wise"
-    except NeedsLayerwise as e: memory, why = None, str(e)
-    if (again := _agree(run, memory is None)) and isinstance(st.opt, ShardedOptimizer):   # (sharded, the processes' states differ a little:
-        raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
-                         "process; raise --budget, add processes, or leave --fsdp out (layer-wise)")                  #  all or none)
-    if again:
-        if not run.rank: log(f"memory: {why.removeprefix('budget: ')}" + ("; --fsdp would shard the weights and gradients over the processes too, "
-                             "which may keep the step on the GPUs" if run.world > 1 and run.config.optimizer in FSDP_OPTIMIZERS else ""))
-        st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
-        if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
-        st = None; gc.collect()                                      # the device optimizer goes before the host one is made
-        st = start_state(run, layerwise=True)
-        memory = plan_run_memory(run, st, log)
+    """The run's state and memory plan (`start_state`, `plan_run_memory`), held each of `start_paths`'s ways in turn while its
+    measured step does not fit beside the state on every process (each move said in one line); what it keeps where, said last."""
+    paths = start_paths(run.config, run.model, run.world)
+    for how, then in zip(paths, [*paths[1:], None]):
+        st = start_state(run, how)
+        try: memory, why = plan_run_memory(run, st, log), None
+        except NeedsLayerwise as e: memory, why = None, e
+        if not _agree(run, memory is None): break                     # (all or none: the processes' parts differ a little)
+        if then is None:                                              # (FSDP2 asked for; a layer-wise plan raises its own error)
+            raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
+                             "process; raise --budget, add processes, or use --fsdp auto (FSDP2 where it fits, else layer-wise)")
+        if not run.rank: log(_moving_on(run, st, why, then))
+        _leave(run, st)
+        st = None; gc.collect()                                       # the last state goes before the next is made
+    st.unshard = None                                                 # (FSDP2's step fits: the model's whole weights are let go)
     if isinstance(st.opt, HostOptimizer) and run.world > 1: st.opt.reduce = _summed_over_ranks   # (from here: not the probes' backwards,
                                                                                                  #  which each process may run a different number of)
-    if run.config.fsdp and run.world == 1: log("fsdp: one process, nothing to shard: it trains as without --fsdp")
-    if isinstance(st.opt, ShardedOptimizer) and not run.rank:
-        log(f"fsdp: each of the {run.world} processes keeps its rows of every weight, gradient and {run.config.optimizer} moment "
-            f"({format_bytes(storage_bytes(*st.opt.state_tensors()))} here); each block is gathered whole for its forward and backward")
-    if _shards(st.opt) > 1 and not run.rank:
-        log(f"sharded: each of the {run.world} processes keeps and updates its part of the {run.config.optimizer} state "
-            f"({format_bytes(storage_bytes(*st.opt.named_state.values()))} here), the weights and gradients whole")
-    if isinstance(st.opt, HostOptimizer) and not run.rank:
-        log(f"layer-wise: weights, gradients and {run.config.optimizer} state in host memory ({format_bytes(storage_bytes(*(t for t in st.opt.opt.state_tensors() if t.device.type == 'cpu')))}), "
-            f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
-            + (", each in its backward (clipped by block)" if st.opt.fuses else ""))
+    _say_state(run, st, log)
     return st, memory
 
 def stream_store(run: Run) -> Path:
@@ -1263,6 +1283,45 @@ def _sigint():
     try: yield stop
     finally:
         if old is not None: signal.signal(signal.SIGINT, old)
+
+# %% ../nbs/70_train.ipynb #st70a001
+def _moving_on(run: Run, st: TrainState, why: NeedsLayerwise | None, then: str) -> str:
+    "The line saying why a run leaves the way it holds its state (`st`) for the next, `then` (`why` None: another process's step did not fit)."
+    c, fsdp = run.config, isinstance(st.opt, ShardedOptimizer)
+    if then == "fsdp":
+        step = "another process's step" if why is None else f"the step (at least {format_bytes(why.step)})"
+        return (f"memory: {step} does not fit {format_bytes(parse_size(c.budget, 'budget'))} beside the state sharded over the processes: every "
+                "process trains under FSDP2, the weights and gradients sharded too")
+    why = "another process's step does not fit beside its part of the state: every one trains layer-wise" if why is None else str(why).removeprefix("budget: ")
+    hint = not fsdp and run.world > 1 and c.fsdp is False and c.optimizer in FSDP_OPTIMIZERS
+    return f"memory: {'under FSDP2, ' if fsdp else ''}{why}" + ("; --fsdp auto would try FSDP2 first, the weights and gradients sharded too" if hint else "")
+
+def _leave(run: Run, st: TrainState):
+    "Let go of a state whose step does not fit: its hooks on the weights, its buckets; after FSDP2, the model given back whole."
+    st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
+    if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
+    if st.unshard is not None: run.model.net = run.trained = st.unshard()   # (a full fine-tune trains the network alone)
+
+def _held(st: TrainState) -> str:
+    "Where `st` keeps the training state: 'fsdp', 'layerwise' or 'device'."
+    return "fsdp" if isinstance(st.opt, ShardedOptimizer) else "layerwise" if isinstance(st.opt, HostOptimizer) else "device"
+
+def _say_state(run: Run, st: TrainState, log=print):
+    "What the run keeps where, in a line (rank 0)."
+    c = run.config
+    if c.fsdp is True and run.world == 1: log("fsdp: one process, nothing to shard: it trains as without --fsdp")
+    if run.rank: return
+    if isinstance(st.opt, ShardedOptimizer):
+        log(f"fsdp: each of the {run.world} processes keeps its rows of every weight, gradient and {c.optimizer} moment "
+            f"({format_bytes(storage_bytes(*st.opt.state_tensors()))} here); each block is gathered whole for its forward and backward")
+    if _shards(st.opt) > 1:
+        log(f"sharded: each of the {run.world} processes keeps and updates its part of the {c.optimizer} state "
+            f"({format_bytes(storage_bytes(*st.opt.named_state.values()))} here), the weights and gradients whole")
+    if isinstance(st.opt, HostOptimizer):
+        log(f"layer-wise: weights, gradients and {c.optimizer} state in host memory ({format_bytes(storage_bytes(*(t for t in st.opt.opt.state_tensors() if t.device.type == 'cpu')))}), "
+            f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
+            + (", each in its backward (clipped by block)" if st.opt.fuses else ""))
+
 
 # %% ../nbs/70_train.ipynb #45dcaab9
 @contextmanager
@@ -1389,4 +1448,4 @@ def _loop(run: Run, t_start: float) -> TrainResult:
     if stop and not run.rank: print(f"\ninterrupted at step {st.step}: saved {st.last_checkpoint} and {weights}; continue with --resume")
     else: save_samples(run, st, prompts, "after", f"after training (step {c.steps})")
     return TrainResult(run.out, st.step, [r["loss"] for r in st.history], weights, memory.policy, {**memory.measured, **caching}, bool(stop),
-                       time.perf_counter() - t_start, dict(run.times), t_first)
+                       time.perf_counter() - t_start, dict(run.times), t_first, _held(st))
