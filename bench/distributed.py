@@ -6,10 +6,11 @@ and into all at once (each streaming rank copies most of the frozen weights ever
 
     python3 bench/distributed.py --out $OUT/distributed.json          # a machine with 2 or more GPUs (~37 GB of files in --work)
     python3 bench/distributed.py --mode full --budget 12GB --out $OUT/distributed_full.json   # Flux-dev fully fine-tuned, layer-wise
-    python3 bench/distributed.py --mode full --size small --optimizer adamw --weights-dtype fp32 --budget 7GB \
-        --out $OUT/distributed_sharded.json   # a state that fits 2 GPUs sharded, not 1: resident on 2, layer-wise on 1
+    python3 bench/distributed.py --mode full --size small --optimizer adamw --weights-dtype fp32 --fsdp off --budget 7GB \
+        --out $OUT/distributed_sharded.json   # a state that fits 2 GPUs sharded, not 1: on the device on 2, layer-wise on 1
     python3 bench/distributed.py --mode full --size small --optimizer adamw --weights-dtype fp32 --fsdp --budget 7GB \
-        --out $OUT/distributed_fsdp.json      # the same under FSDP2 on the N processes (weights and gradients sharded too)
+        --out $OUT/distributed_fsdp.json      # the same under FSDP2 on the N processes (weights and gradients sharded too;
+                                              # without --fsdp, flame train's default chooses FSDP2 where only it fits)
     python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
 
 `--mode full` trains every weight instead (bf16 weights, Adafactor, each block clipped to its share and updated in its
@@ -56,7 +57,7 @@ def run(cfg, data, size: str) -> dict:
     r = train(cfg, model=model, data=data)
     rows = read_metrics(Path(cfg.output) / "metrics.csv")
     dts = [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])]
-    return {"nproc": cfg.nproc, "batch_size": cfg.batch_size, "policy": r.policy, "losses": r.losses, "weights": str(r.weights),
+    return {"nproc": cfg.nproc, "batch_size": cfg.batch_size, "policy": r.policy, "held": r.held, "losses": r.losses, "weights": str(r.weights),
             "s_per_step": statistics.median(dts) if dts else None, "peak_bytes": max(x["mem_bytes"] for x in rows),
             "seconds": time.perf_counter() - t0}
 
@@ -103,11 +104,13 @@ def main():
     ap.add_argument("--mode", choices=["lora", "full"], default="lora")
     ap.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adafactor", help="--mode full: the optimizer")
     ap.add_argument("--weights-dtype", choices=["fp32", "bf16"], default="bf16", help="--mode full: the trained weights' dtype")
-    ap.add_argument("--fsdp", action="store_true", help="--mode full with adamw or adamw-bf16: the N-process runs under FSDP2 (flame train --fsdp)")
+    ap.add_argument("--fsdp", choices=["on", "off", "auto"], nargs="?", const="on", default="auto",
+                    help="--mode full, the N-process runs: under FSDP2 (on; adamw or adamw-bf16), never, or where only it fits (auto, flame train's default)")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
     from flame.fsdp import FSDP_OPTIMIZERS
-    if a.fsdp and (a.mode != "full" or a.optimizer not in FSDP_OPTIMIZERS): ap.error(f"--fsdp needs --mode full and --optimizer {' or '.join(FSDP_OPTIMIZERS)}")
+    a.fsdp = {"on": True, "off": False}.get(a.fsdp, a.fsdp)
+    if a.fsdp is True and (a.mode != "full" or a.optimizer not in FSDP_OPTIMIZERS): ap.error(f"--fsdp needs --mode full and --optimizer {' or '.join(FSDP_OPTIMIZERS)}")
     from flame.data import Shapes
     from flame.train import TrainConfig
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -139,11 +142,11 @@ def main():
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     t, s = res["throughput"], res["same_global_batch"]
-    what = "LoRA r16" if a.mode == "lora" else f"full fine-tune ({a.weights_dtype}, {a.optimizer}, --clip unit{', --fsdp' if a.fsdp else ''})"
+    what = "LoRA r16" if a.mode == "lora" else f"full fine-tune ({a.weights_dtype}, {a.optimizer}, --clip unit{', --fsdp' if a.fsdp is True else ', --fsdp off' if a.fsdp is False else ''})"
     print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} {what} at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
     for k in ("one", "many"):
         r = t[k]; sps = r["s_per_step"]
-        print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0)"
+        print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, state held {r['held']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0)"
               if sps else f"  {r['nproc']} process(es): too few steps to time")
     if t["scaling"]: print(f"  scaling: {t['scaling']:.2f}x the samples/s of one process (median of {len(t['turns'])} turns: "
                            + ", ".join(f"{x['scaling']:.2f}x" for x in t["turns"]) + ")")

@@ -216,18 +216,21 @@ def fsdp_state_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 2)
     return own + storage_bytes(*opt.state_tensors())
 
 def keep_whole(net: nn.Module) -> Callable[[], nn.Module]:
-    """Before `shard_units(net, ...)`: a function that gives `net` back unsharded, as it is now. Its modules are copied on the
-    meta device (no bytes) and, when the function is called, given the tensors `net` holds now, kept until the function goes."""
-    held = [*net.parameters(), *net.buffers()]
-    meta = {id(t): nn.Parameter(t.detach().to("meta"), t.requires_grad) if isinstance(t, nn.Parameter) else t.detach().to("meta") for t in held}
-    kept = {id(meta[id(t)]): t.detach() for t in held}
-    skeleton = copy.deepcopy(net, dict(meta))
+    """Before `shard_units(net, ...)`: a function that makes `net` whole again, in place, as it is now. It puts back each module's
+    class and attributes (its hooks among them: FSDP2's go) and, as its weights and buffers, the tensors `net` holds now, kept
+    (a reference each, not a copy) until the function goes; FSDP2 moves and cuts its own."""
+    kept = {id(t): t.detach() for t in (*net.parameters(), *net.buffers())}
+    def attrs(m):                                                  # (the dicts copied; weights and buffers by id: the objects FSDP2 moves are not kept)
+        d = {k: copy.copy(v) if isinstance(v, dict) else v for k, v in vars(m).items()}
+        d["_parameters"] = {n: p if p is None else (id(p), p.requires_grad) for n, p in m._parameters.items()}
+        d["_buffers"] = {n: b if b is None else id(b) for n, b in m._buffers.items()}
+        return d
+    saved = [(m, type(m), attrs(m)) for m in net.modules()]
     def back() -> nn.Module:
-        made = {}
-        for m in skeleton.modules():
-            for name, p in m._parameters.items():
-                if p is not None: m._parameters[name] = made.get(id(p)) or made.setdefault(id(p), nn.Parameter(kept[id(p)], p.requires_grad))
-            for name, b in m._buffers.items():
-                if b is not None: m._buffers[name] = kept[id(b)]
-        return skeleton
+        made = {}                                                  # (a weight tied to two modules: one Parameter)
+        for m, cls, d in saved:
+            m.__class__ = cls; vars(m).clear(); vars(m).update(d)
+            m._parameters = {n: w if w is None else made.setdefault(w[0], nn.Parameter(kept[w[0]], w[1])) for n, w in d["_parameters"].items()}
+            m._buffers = {n: b if b is None else kept[b] for n, b in d["_buffers"].items()}
+        return net
     return back

@@ -711,7 +711,7 @@ class TrainState:
     step: int = 0
     last_checkpoint: Path | None = None
     reducer: BucketReduce | None = None      # several processes: the gradients' all-reduce, in buckets overlapped with backward
-    unshard: Callable | None = None          # FSDP2 chosen by itself, until its step is known to fit: the model given back whole (`keep_whole`)
+    unshard: Callable | None = None          # FSDP2 chosen by itself, until its step is known to fit: makes the network whole (`keep_whole`)
 
 class _Stored(Mapping):
     """The tensors `keys` of an open safetensors file `f`, each read when asked for (`spans`: name -> (start, length), that part
@@ -1254,8 +1254,8 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     for how, then in zip(paths, [*paths[1:], None]):
         st = start_state(run, how)
         try: memory, why = plan_run_memory(run, st, log), None
-        except NeedsLayerwise as e: memory, why = None, e
-        if not _agree(run, memory is None): break                     # (all or none: the processes' parts differ a little)
+        except NeedsLayerwise as e: memory, why = None, NeedsLayerwise(e.budget, e.state, e.step)   # (a copy: `e`'s traceback holds
+        if not _agree(run, memory is None): break                     #  the planner's frames, and with them this state's memory)                     # (all or none: the processes' parts differ a little)
         if then is None:                                              # (FSDP2 asked for; a layer-wise plan raises its own error)
             raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
                              "process; raise --budget, add processes, or use --fsdp auto (FSDP2 where it fits, else layer-wise)")
@@ -1300,7 +1300,7 @@ def _leave(run: Run, st: TrainState):
     "Let go of a state whose step does not fit: its hooks on the weights, its buckets; after FSDP2, the model given back whole."
     st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
     if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
-    if st.unshard is not None: run.model.net = run.trained = st.unshard()   # (a full fine-tune trains the network alone)
+    if st.unshard is not None: st.unshard()                    # (the network whole again, in place)
 
 def _held(st: TrainState) -> str:
     "Where `st` keeps the training state: 'fsdp', 'layerwise' or 'device'."
