@@ -1255,7 +1255,8 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         st = start_state(run, how)
         try: memory, why = plan_run_memory(run, st, log), None
         except NeedsLayerwise as e: memory, why = None, NeedsLayerwise(e.budget, e.state, e.step)   # (a copy: `e`'s traceback holds
-        if not _agree(run, memory is None): break                     #  the planner's frames, and with them this state's memory)                     # (all or none: the processes' parts differ a little)
+                                                                      #  the planner's frames, and with them this state's memory)
+        if not _agree(run, memory is None): break                     # (all or none: the processes' parts differ a little)
         if then is None:                                              # (FSDP2 asked for; a layer-wise plan raises its own error)
             raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
                              "process; raise --budget, add processes, or use --fsdp auto (FSDP2 where it fits, else layer-wise)")
