@@ -93,6 +93,7 @@ def lora_rel(a: str, b: str) -> float:
 
 def main():
     from flux import parse
+    from flame.cli import _fsdp
     from flame.optim import OPTIMIZERS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", choices=list(SIZES), default="dev", help="the Flux of the throughput runs")
@@ -104,12 +105,11 @@ def main():
     ap.add_argument("--mode", choices=["lora", "full"], default="lora")
     ap.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adafactor", help="--mode full: the optimizer")
     ap.add_argument("--weights-dtype", choices=["fp32", "bf16"], default="bf16", help="--mode full: the trained weights' dtype")
-    ap.add_argument("--fsdp", choices=["on", "off", "auto"], nargs="?", const="on", default="auto",
+    ap.add_argument("--fsdp", type=_fsdp, nargs="?", const=True, default="auto", metavar="on|off|auto",
                     help="--mode full, the N-process runs: under FSDP2 (on; adamw or adamw-bf16), never, or where only it fits (auto, flame train's default)")
     ap.add_argument("--work", default=None, help="where the files are written (kept and reused; default: a new temporary folder)")
     a = parse(ap, SMOKE)
     from flame.fsdp import FSDP_OPTIMIZERS
-    a.fsdp = {"on": True, "off": False}.get(a.fsdp, a.fsdp)
     if a.fsdp is True and (a.mode != "full" or a.optimizer not in FSDP_OPTIMIZERS): ap.error(f"--fsdp needs --mode full and --optimizer {' or '.join(FSDP_OPTIMIZERS)}")
     from flame.data import Shapes
     from flame.train import TrainConfig

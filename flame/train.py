@@ -314,6 +314,7 @@ def whole_state(opt, rank: int, ema: Tensor | None = None) -> dict | None:
 
 def _most(run: Run, n: int) -> int:
     "The largest of `n` over the processes (each process's measure of a collective step, made one)."
+    if run.world == 1: return n
     import torch.distributed as dist
     t = torch.tensor([n], dtype=torch.int64, device=run.device if run.device.type == "cuda" else "cpu")
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -321,11 +322,7 @@ def _most(run: Run, n: int) -> int:
 
 def _agree(run: Run, flag: bool) -> bool:
     "True on every rank if it is True on any (Ctrl-C reaching some ranks only: all stop at the same step)."
-    if run.world == 1: return flag
-    import torch.distributed as dist
-    t = torch.tensor([float(flag)], device=run.device if run.device.type == "cuda" else "cpu")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
+    return bool(_most(run, int(flag)))
 
 # %% ../nbs/70_train.ipynb #eb091463
 def _signature(names_shapes) -> str: return _digest(json.dumps(names_shapes))[:16]
@@ -768,12 +765,16 @@ def start_state(run: Run, how: str | None = None) -> TrainState:
 def _make_optimizer(c: TrainConfig, params: list, shard: tuple[int, int] = (0, 1)) -> FlatOptimizer:
     return make_optimizer(c.optimizer, params, lr=c.lr, weight_decay=c.weight_decay, max_grad_norm=c.max_grad_norm, seed=c.seed, shard=shard)
 
+def _to_host(model: DiffusionModel):
+    "The model's weights on the host, with no gradients: where a layer-wise or FSDP2 start takes them from."
+    for p in model.parameters(): p.grad = None
+    model.cpu()                               # (after a device attempt whose step did not fit: its weights out of its flat buffer)
+
 def _host_optimizer(run: Run) -> HostOptimizer:
     """Layer-wise: every block weight streams (on the CPU from a store file beside the run) under the budget, less what an update
     in the backward holds on the device besides; the optimizer updates host copies."""
     c, model = run.config, run.model
-    for p in model.parameters(): p.grad = None
-    model.cpu()                               # (after a device attempt whose step did not fit: its weights out of its flat buffer)
+    _to_host(model)
     model.checkpointing = True
     budget = c.budget
     if budget is not None and (scratch := _update_scratch(c, model, run.device)): budget = parse_size(budget, "budget") - scratch
@@ -784,8 +785,7 @@ def _fsdp_optimizer(run: Run, keep: bool = False) -> tuple[ShardedOptimizer, Cal
     """FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the
     rows; and with `keep`, the way back to the model whole (`keep_whole`)."""
     c, net, units = run.config, run.model.net, run.model.stream_units()
-    for p in net.parameters(): p.grad = None
-    run.model.cpu()                           # (after a device attempt whose step did not fit: its weights out of its flat buffer)
+    _to_host(run.model)
     back = keep_whole(net) if keep else None
     shard_units(net, units, torch.bfloat16 if run.device.type == "cuda" else None, run.device)   # (each block to the device as it is cut)
     opt = ShardedOptimizer(net, lambda ps: _make_optimizer(c, ps))
