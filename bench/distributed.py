@@ -14,12 +14,13 @@ and into all at once (each streaming rank copies most of the frozen weights ever
     python3 bench/distributed.py --smoke --out /tmp/distributed.json  # tiny, 2 processes: on 2 GPUs, else on the CPU (gloo)
 
 `--mode full` trains every weight instead (bf16 weights, Adafactor, each block clipped to its share and updated in its
-backward: the README's 12 GB recipe); under a budget each process keeps its own copy of the weights and state in host memory.
+backward: the README's 12 GB recipe); under a budget each process keeps its own copy of the weights in host memory, and its part of the
+optimizer state (`--fsdp off` to see it: `host`, each process's peak resident memory).
 `--optimizer` and `--weights-dtype` change that recipe: with AdamW in fp32 on the small Flux (about 0.5B weights, 16 bytes
 each on one GPU, 12 on each of two: the moments sharded) a budget between the two trains layer-wise on one GPU and on the
 device on two.
 """
-import argparse, json, statistics, sys, tempfile, threading, time
+import argparse, json, re, resource, shutil, statistics, sys, tempfile, threading, time
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -44,21 +45,32 @@ def setup_files(work: Path, size: str, device: str) -> dict:
     return {"checkpoint": str(ckpt), "field": str(field)}
 
 
-def run(cfg, data, size: str) -> dict:
-    """One run (N processes through flame's launcher when cfg.nproc > 1): rank 0's losses, s/step (median after the first) and peak.
-    A checkpoint of another size than Flux-dev's is given as a model (flux-dev's family checks the size; each process gets a copy)."""
+def host_peak(nproc: int) -> int:
+    """Peak resident host memory (bytes) of the run that just ended: this process's since `run` reset it (one process), or the
+    largest of the spawned processes' (N; the children this bench has waited for, which are only those runs' ranks)."""
+    if nproc > 1: return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    return int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
+
+
+def run(cfg, data, size: str, keep: bool = True) -> dict:
+    """One run (N processes through flame's launcher when cfg.nproc > 1): rank 0's losses, s/step (median after the first) and peak,
+    and the peak host memory of a process. A checkpoint of another size than Flux-dev's is given as a model (flux-dev's family
+    checks the size; each process gets a copy). `keep=False`: the run's folder is removed after (Flux-dev's: tens of GB)."""
     from flame.models.flux import Flux
     from flame.train import train, read_metrics
     model = None
     if size != "dev":
         model = Flux.from_safetensors(cfg.checkpoint, dtype=torch.bfloat16 if cfg.device == "cuda" else torch.float32)
         cfg = replace(cfg, checkpoint=None)
+    try: Path("/proc/self/clear_refs").write_text("5"); since = "run"  # (this process's peak resident memory: from here)
+    except OSError: since = "start"                                   # (not allowed here: since the bench started)
     t0 = time.perf_counter()
     r = train(cfg, model=model, data=data)
-    rows = read_metrics(Path(cfg.output) / "metrics.csv")
+    host, rows = host_peak(cfg.nproc), read_metrics(Path(cfg.output) / "metrics.csv")
+    if not keep: shutil.rmtree(cfg.output)
     dts = [b["seconds"] - a["seconds"] for a, b in zip(rows, rows[1:])]
     return {"nproc": cfg.nproc, "batch_size": cfg.batch_size, "policy": r.policy, "held": r.held, "losses": r.losses, "weights": str(r.weights),
-            "s_per_step": statistics.median(dts) if dts else None, "peak_bytes": max(x["mem_bytes"] for x in rows),
+            "s_per_step": statistics.median(dts) if dts else None, "peak_bytes": max(x["mem_bytes"] for x in rows), "host_peak_bytes": host, "host_peak_since": since if cfg.nproc == 1 else "run",
             "seconds": time.perf_counter() - t0}
 
 
@@ -128,8 +140,8 @@ def main():
     if device == "cuda": res["copy_gb_s"] = copy_rates(a.nproc)
     turns = []                                                        # (runs minutes apart drift with the machine: in turns)
     for _ in range(a.rounds):
-        one = run(replace(base, output=str(work / "one")), data, a.size)
-        many = run(replace(base, output=str(work / "many"), nproc=a.nproc), data, a.size)
+        one = run(replace(base, output=str(work / "one")), data, a.size, keep=False)
+        many = run(replace(base, output=str(work / "many"), nproc=a.nproc), data, a.size, keep=False)
         turns.append({"one": one, "many": many, "scaling": a.nproc * one["s_per_step"] / many["s_per_step"] if many["s_per_step"] else None})
     res["throughput"] = {**turns[-1], "turns": turns,
                          "scaling": statistics.median(t["scaling"] for t in turns) if all(t["scaling"] for t in turns) else None}
@@ -146,7 +158,8 @@ def main():
     print(f"{res['device']} x{gpus}  {res['date']}  torch {res['torch']}  Flux-{a.size} {what} at {a.resolution}², batch 1 per process, budget {a.budget} per GPU")
     for k in ("one", "many"):
         r = t[k]; sps = r["s_per_step"]
-        print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, state held {r['held']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0)"
+        print(f"  {r['nproc']} process(es): {sps:.3f} s/step, {r['nproc'] / sps:.2f} samples/s, policy {r['policy']}, state held {r['held']}, peak {r['peak_bytes'] / 2**30:.2f} GiB (rank 0), "
+              f"host {r['host_peak_bytes'] / 2**30:.1f} GiB (a process, peak RSS)"
               if sps else f"  {r['nproc']} process(es): too few steps to time")
     if t["scaling"]: print(f"  scaling: {t['scaling']:.2f}x the samples/s of one process (median of {len(t['turns'])} turns: "
                            + ", ".join(f"{x['scaling']:.2f}x" for x in t["turns"]) + ")")

@@ -142,10 +142,14 @@ def _chunks(plan: list[Segment]):
     for r, at, n in plan:
         for a in range(0, n, STATE_CHUNK): yield r, at + a, min(STATE_CHUNK, n - a)
 
+def _wire(t: Tensor) -> torch.device:
+    "Where `t` is sent from: NCCL moves device memory alone, so a host tensor (a layer-wise run's state) goes through this process's GPU."
+    return torch.device("cuda", torch.cuda.current_device()) if t.device.type == "cpu" and dist.get_backend() == "nccl" else t.device
+
 def _received(n: int, like: Tensor, src: int) -> Tensor:
-    part = torch.empty(n, dtype=like.dtype, device=like.device)
+    part = torch.empty(n, dtype=like.dtype, device=_wire(like))
     dist.recv(part, src=src)
-    return part
+    return part.to(like.device)
 
 def gathered(parts: dict[str, Tensor], plans: dict[str, list[Segment]], rank: int) -> dict[str, ChunkedTensor] | None:
     """Each rank's part of each tensor (flat, by name) joined in one process's layout as `plans` say: on rank 0 `ChunkedTensor`s
@@ -153,7 +157,7 @@ def gathered(parts: dict[str, Tensor], plans: dict[str, list[Segment]], rank: in
     if rank:
         for k in sorted(parts):
             for r, at, n in _chunks(plans[k]):
-                if r == rank: dist.send(parts[k][at:at + n].contiguous(), dst=0)
+                if r == rank: dist.send(parts[k][at:at + n].to(_wire(parts[k])).contiguous(), dst=0)
         return None
     def chunks(k):
         for r, at, n in _chunks(plans[k]): yield parts[k][at:at + n] if r == 0 else _received(n, parts[k], r)

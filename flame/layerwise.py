@@ -9,6 +9,7 @@ Docs: https://flame-dev.github.io/flame/layerwise.html.md"""
 from __future__ import annotations
 import bisect, itertools, math, mmap
 from contextlib import nullcontext
+import torch.distributed as dist
 from typing import Callable
 import torch
 from torch import nn
@@ -19,8 +20,8 @@ from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes',
-           'backward_update_bytes', 'layerwise_host_bytes']
+__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'SHARE_PIECE', 'HostOptimizer', 'clips_apart', 'unit_groups',
+           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -29,7 +30,9 @@ class HostOptimizer(torch.optim.Optimizer):
     updates them (range by range on the device, or on the host), then writes the new weights where the model reads them.
     `clip='unit'`: each unit clipped to its share of `max_grad_norm`, and updated in the backward (after `arm()`) on the device;
     `accumulate=False` then says no micro-batches are summed: a unit's gradient never goes to the host (an unarmed backward, a
-    measurement, drops it). `reduce(grads)`: sums gradients over processes in place, before they are used."""
+    measurement, drops it). `reduce(grads)`: sums gradients over processes in place, before they are used. A `FlatOptimizer` made
+    with `shard=(rank, world)` keeps the state of its part alone: this process updates that part, and each range's new weights
+    go to the others from the process that owns it (`_receive`)."""
     def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32,
                  update: str = "auto", clip: str = "global", accumulate: bool = True, reduce: Callable[[list], None] | None = None):
         e = getattr(model, "_flame_streaming", None)
@@ -45,6 +48,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self.master = self._masters(dtype)                              # (shared: each unit's pool pages handed back once copied)
         if self.shared: self._share()
         self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
+        self._cuts = [lo for lo, _ in self.opt.parts()[1:]]            # (where the processes' parts start: a range never crosses one)
         self._same = all(p.dtype == self.opt.flat.dtype for p in self.params)   # (the weights stream in the master's dtype)
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
@@ -137,6 +141,7 @@ def step(self: HostOptimizer):
     if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
         self.opt.step()
+        if self.opt.shard[1] > 1: self._share_host()                   # (each process stepped its part)
         self.write_back()
 
 @patch
@@ -202,11 +207,17 @@ def _chunks(self: HostOptimizer, cap: int, lo: int = 0, hi: int | None = None) -
     "Ranges of elements [lo, hi) of the flat buffers, each as long as fits `cap` bytes with all its update reads (None: one does not)."
     opt, n, out = self.opt, self.opt.flat.numel() if hi is None else hi, []
     while lo < n:
-        size = lambda x: sum(_round(t.nbytes) for t in opt._slices(lo, opt._align(x)).values())
+        size, top = lambda x: _update_bytes(opt, lo, opt._align(x)), min([c for c in self._cuts if c > lo] + [n])
         if size(lo + 1) > cap: return None
-        end = opt._align(_last(lo + 1, n, lambda x: size(x) <= cap))   # the longest that fits
+        end = opt._align(_last(lo + 1, top, lambda x: size(x) <= cap))   # the longest that fits (within one process's part)
         out.append((lo, end)); lo = end
     return out
+
+def _update_bytes(opt: FlatOptimizer, lo: int, hi: int) -> int:
+    """Bytes an update of flat elements [lo, hi) reads into scratch — weights, gradients, state, each rounded — counted from sizes,
+    so every process counts the same whichever owns the range (a sharded optimizer slices only its own part's state)."""
+    sizes = [(hi - lo) * opt.flat.element_size(), (hi - lo) * opt.grads.flat.element_size()]
+    return sum(map(_round, sizes + [n * opt.named_state[k].element_size() for k, n in opt._state_sizes(lo, hi).items()]))
 
 @patch
 def _device_work(self: HostOptimizer):
@@ -285,7 +296,11 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
     on_device, scaled = {n: (ps, starts(ps)) for n, ps in (here_ or {}).items()}, isinstance(scale, list) and (scale, starts(scale))
     placed = False
     for i, (lo, hi) in enumerate(ranges):
-        host, k = opt._slices(lo, hi), i % len(sets)
+        k = i % len(sets)
+        if (owner := bisect.bisect_right(self._cuts, lo)) != opt.shard[0]:   # (another process's part: its new weights come from there)
+            placed |= self._receive(sets[k], lo, hi, owner, on_device.get("params"))
+            continue
+        host = opt._slices(lo, hi)
         w = _in_place(lo, hi, *on_device["params"], host["params"].dtype) if self._kept and "params" in on_device else None
         placed |= w is not None
         dev = _carve(sets[k], {n: t for n, t in host.items() if n not in self._kept and (w is None or n != "params")})
@@ -302,6 +317,7 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
         if scaled: _scale_pieces(dev["grads"], lo, *scaled)
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
+        if opt.shard[1] > 1: dist.broadcast(dev["params"], owner)      # (to the other processes: this part is this one's)
         back = [(host[n], dev[n]) for n in host if n != "grads" and n not in self._kept] + _placed(dev["params"], lo, *self._places())
         self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], sets[k], w)
         self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
@@ -381,7 +397,7 @@ SCRATCH_SETS = 2                                                        # the sc
 def _scratch_size(opt: FlatOptimizer, starts: list, unit: int) -> int:
     """Bytes of the scratch `opt`'s update on the device works in: 256 MiB, or two of the largest piece a range cannot split
     (whole tensors for Adafactor: each of `starts` with its state) if more — at most `unit` (the largest unit, as packed)."""
-    piece = max(sum(_round(t.nbytes) for t in opt._slices(a, opt._align(a + 1)).values()) for a in starts)
+    piece = max(_update_bytes(opt, a, opt._align(a + 1)) for a in starts)
     return min(_aligned(unit), _aligned(max(UPDATE_SCRATCH, 2 * piece)))
 
 KEEP_STATE = UPDATE_SCRATCH                                             # a state this small lives on the device (tests: 0, none)
@@ -546,13 +562,14 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
         self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
-def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False) -> int:
+def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False, world: int = 1) -> int:
     """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors, and a streamed
     copy of the frozen weights (trained ones stream from their master) — less, `in_backward` (each unit updated in its backward,
     no accumulation), the host gradients of the units that can be; at least the weights and two of the largest unit (on a GPU
-    the masters are made from the pool a unit at a time, each unit's pool pages handed back once copied)."""
+    the masters are made from the pool a unit at a time, each unit's pool pages handed back once copied). `world`: one of that
+    many processes, which split the state (the largest part)."""
     nbytes, ps = lambda ps: sum(p.numel() * p.element_size() for p in ps), list(model.parameters())
-    total = trainable_state_bytes(model, optimizer) + nbytes(p for p in ps if not p.requires_grad)
+    total = trainable_state_bytes(model, optimizer, world) + nbytes(p for p in ps if not p.requires_grad)
     return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), nbytes(ps) + 2 * _largest_packed(model))
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
@@ -560,3 +577,42 @@ def _kept_on_device(model: nn.Module, optimizer: str) -> int:
     opt, at = _meta_optimizer(model, optimizer)
     spans = [_span_of([at[id(p)] for p in dict.fromkeys(u.parameters()) if id(p) in at], opt._align) for u in model.stream_units()]
     return sum(hi - lo for lo, hi in filter(None, spans)) * opt.grads.flat.element_size()
+
+# %% ../nbs/23_layerwise.ipynb #lw000081
+@patch
+def _receive(self: HostOptimizer, scratch: torch.Tensor, lo: int, hi: int, owner: int, on_device: tuple | None) -> bool:
+    """Range [lo, hi), which process `owner` updates: its new weights, broadcast from there, into this process's device — where the
+    unit is bound, when the owner updates it there too (`_in_place`, the same test), else `scratch` — then on to the host master and
+    wherever the model reads them (`_send_back`). Returns whether they landed in place."""
+    e, flat = self.engine, self.opt.flat[lo:hi]
+    w = _in_place(lo, hi, *on_device, flat.dtype) if self._kept and on_device is not None else None
+    if w is None and e.cuda and (ev := self._free.get(scratch.data_ptr())) is not None:
+        torch.cuda.current_stream(e.device).wait_event(ev)              # (the scratch's last range is back on the host)
+    buf = w if w is not None else _carve(scratch, {"params": flat})["params"]
+    dist.broadcast(buf, owner)
+    back = [(flat, buf)] + _placed(buf, lo, *self._places())
+    self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], scratch, w)
+    self.moved[1] += flat.nbytes
+    return w is not None
+
+SHARE_PIECE = 1 << 24                                                   # elements a host part goes through the GPU in (64 MiB in fp32)
+
+@patch
+def _share_host(self: HostOptimizer):
+    "After a host update of this process's part: each part's new weights to every other process, one broadcast each (in pieces through the GPU under NCCL)."
+    nccl, me = self.engine.cuda and dist.get_backend() == "nccl", self.opt.shard[0]
+    for r, (lo, hi) in enumerate(self.opt.parts()):
+        for a in range(lo, hi, SHARE_PIECE if nccl else max(hi - lo, 1)):
+            part = self.flat[a:min(a + SHARE_PIECE, hi) if nccl else hi]
+            buf = (part.to(self.engine.device) if r == me else torch.empty_like(part, device=self.engine.device)) if nccl else part
+            dist.broadcast(buf, r)
+            if buf is not part: part.copy_(buf)
+
+@patch(as_prop=True)
+def shard(self: HostOptimizer) -> tuple[int, int]: return self.opt.shard   # (rank, world): as a sharded `FlatOptimizer`'s, for checkpoints
+@patch
+def parts(self: HostOptimizer) -> list[tuple[int, int]]: return self.opt.parts()
+@patch
+def state_spans(self: HostOptimizer, rank: int | None = None) -> dict: return self.opt.state_spans(rank)
+@patch(as_prop=True)
+def named_state(self: HostOptimizer) -> dict: return self.opt.named_state

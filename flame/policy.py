@@ -132,10 +132,12 @@ def trains_layerwise(model, budget, optimizer: str = "adamw", world: int = 1) ->
     return trainable_state_bytes(model, optimizer, world) >= parse_size(budget, "budget")
 
 class NeedsLayerwise(ValueError):
-    "A full fine-tune's trainable state fits the budget, but none of its measured steps does beside it: train it layer-wise."
-    def __init__(self, budget: int, state: int, step: int):
-        super().__init__(f"budget: {format_bytes(budget)} holds this full fine-tune's trainable state ({format_bytes(state)}) but not a "
-                         f"step beside it (the smallest measured {format_bytes(step)}): it must train layer-wise (flame.layerwise)")
+    """A full fine-tune's trainable state fits the budget, but none of its measured steps does beside it: train it layer-wise.
+    `step` None: the state measured does not fit (its count said it would: under FSDP2, asked for by hand), no step was measured."""
+    def __init__(self, budget: int, state: int, step: int | None):
+        super().__init__(f"budget: {format_bytes(budget)} " + (f"holds this full fine-tune's trainable state ({format_bytes(state)}) but not a "
+                         f"step beside it (the smallest measured {format_bytes(step)})" if step is not None else
+                         f"does not hold this full fine-tune's trainable state ({format_bytes(state)}, measured)") + ": it must train layer-wise (flame.layerwise)")
         self.budget, self.state, self.step = budget, state, step
 
 # %% ../nbs/22_policy.ipynb #820be408
@@ -151,7 +153,7 @@ def plan_memory(model, optimizer, probe, device, budget=None, *, store=None, agr
     measured = {"frozen": frozen, "state": state}
     room = not layerwise and frozen + state < budget  # as `place` decided
     policy = _fit_resident(model, optimizer, probe, device, budget, measured, agree) if room else None
-    if policy is None and not layerwise and not frozen: raise NeedsLayerwise(budget, state, min(measured[k] for k in POLICIES if k in measured))
+    if policy is None and not layerwise and not frozen: raise NeedsLayerwise(budget, state, min((measured[k] for k in POLICIES if k in measured), default=None))
     if policy is None: policy, splan = "stream", _stream(model, optimizer, probe, device, budget, measured, store, layerwise)
     else: splan = None
     peak = measured[policy]

@@ -296,7 +296,7 @@ def _shards(opt) -> int:
 
 def share_parts(opt) -> None:
     "After a sharded optimizer's step: each rank's part of the weights to every other, one broadcast each."
-    if _shards(opt) == 1: return
+    if _shards(opt) == 1 or isinstance(opt, HostOptimizer): return    # (layer-wise: shared range by range as it updates them)
     import torch.distributed as dist
     for r, (lo, hi) in enumerate(opt.parts()):
         if lo < hi: dist.broadcast(opt.flat[lo:hi], src=r)
@@ -631,17 +631,17 @@ def _starts_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1) -> 
 
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu"), local: int | None = None):
     """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state, sharded over `world`
-    processes, fills the budget) on a host that cannot hold its weights, gradients and optimizer state (a copy for each of the
-    `local` processes on this host; None: `world`)."""
+    processes, fills the budget) on a host that cannot hold its weights, gradients and optimizer state (weights and gradients
+    for each of the `local` processes on this host, None: `world`; the state split over the `world`)."""
     if not _starts_layerwise(c, model, world): return
-    world = world if local is None else local
+    local = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
-    state, need = trainable_state_bytes(model, c.optimizer), world * layerwise_host_bytes(model, c.optimizer, in_backward=kept)   # (a copy a process)
+    state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world)   # (a copy a process, a part of the state)
     if need > (have := host_available()):
         shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), ("--optimizer adafactor", c.optimizer != "adafactor"),
                                   ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
         raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
-                         + (f", a copy for each of its {world} processes" if world > 1 else "") + ", about "
+                         + (f", a copy for each of its {local} processes here (the state split between them)" if local > 1 else "") + ", about "
                          f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
                          f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
 
@@ -779,7 +779,8 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     budget = c.budget
     if budget is not None and (scratch := _update_scratch(c, model, run.device)): budget = parse_size(budget, "budget") - scratch
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
-    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps), _WEIGHTS[c.weights_dtype], clip=c.clip, accumulate=c.grad_accum > 1)
+    return HostOptimizer(model, lambda ps: _make_optimizer(c, ps, (run.rank, run.world)), _WEIGHTS[c.weights_dtype], clip=c.clip,   # (several:
+                         accumulate=c.grad_accum > 1)                                                                        #  the state split)
 
 def _fsdp_optimizer(run: Run, keep: bool = False) -> tuple[ShardedOptimizer, Callable | None]:
     """FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the
@@ -1290,7 +1291,7 @@ def _moving_on(run: Run, st: TrainState, why: NeedsLayerwise | None, then: str) 
     "The line saying why a run leaves the way it holds its state (`st`) for the next, `then` (`why` None: another process's step did not fit)."
     c, fsdp = run.config, isinstance(st.opt, ShardedOptimizer)
     if then == "fsdp":
-        step = "another process's step" if why is None else f"the step (at least {format_bytes(why.step)})"
+        step = "another process's step" if why is None else "the step" + (f" (at least {format_bytes(why.step)})" if why.step is not None else "")
         return (f"memory: {step} does not fit {format_bytes(parse_size(c.budget, 'budget'))} beside the state sharded over the processes: every "
                 "process trains under FSDP2, the weights and gradients sharded too")
     why = "another process's step does not fit beside its part of the state: every one trains layer-wise" if why is None else str(why).removeprefix("budget: ")
