@@ -57,6 +57,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self._streams = tuple(torch.cuda.Stream(e.device) for _ in range(3)) if e.cuda else None   # (in; out of scratch; out of weights)
         self._summed = False
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
+        self.summed = [0, 0]                                            # gradient elements summed over the processes: on all, to an owner
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
         self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
@@ -85,7 +86,7 @@ class HostOptimizer(torch.optim.Optimizer):
         if (self._armed or not self.accumulate) and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p): return   # (kept on the device)
         g = self.opt.grads.view(self.master[id(p)])
         self._seen.add(id(p))
-        if self.reduce is not None: self.reduce([p.grad])                # (every process's, summed)
+        if self.reduce is not None: self.reduce([p.grad]); self.summed[0] += p.grad.numel()   # (every process's, summed)
         if self.pinned and id(p) in self._fresh:
             g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
             if self.update == "device":                                  # (the norms, as they come: per clip group)
@@ -374,11 +375,23 @@ def _begin(self: HostOptimizer):
 def _clip_left(self: HostOptimizer):
     """The factors that clip what the backward did not update; sets `grad_norm`. Global: one factor (None: within it); by groups:
     (flat start, length, factor) pieces, the norms summed on the device as gradients came (one micro-batch) or read on the host."""
-    opt, known = self.opt, dict(self._done)                            # (a unit updated in the backward: its group index is its index)
+    opt, known = self.opt, self._unit_norms()                          # (a unit updated in the backward: its group index is its index)
     if opt.clip_groups is None: return opt._clip_scale(self._norm())
     if self.pinned and not self._summed: known.update((k, n) for k, n in enumerate(self._sq.sqrt().cpu()) if opt.clip_groups[k] and k not in known)
     factors = opt._clip_groups(known, scale=False)                     # (a unit the backward updated: for its edges, if any)
     return sorted((a, n, f) for k, f in factors.items() for a, n in self._segs[k])
+
+@patch
+def _unit_norms(self: HostOptimizer) -> dict:
+    """The gradient norm of each unit the backward updated, by index. One summed to its owner alone is known there only: each
+    process gives those it reports (a unit's is reported by the owner of its span's first element) and zeros for the others,
+    and one all-reduce makes them every process's — the same clipping factors and `grad_norm` everywhere."""
+    if self.opt.shard[1] == 1 or self.reduce is None or not self._done: return dict(self._done)
+    ks, me = sorted(self._done), self.opt.shard[0]
+    mine = lambda k: bisect.bisect_right(self._cuts, self._spans[k][0]) == me
+    v = torch.stack([self._done[k] if mine(k) else torch.zeros_like(self._done[k]) for k in ks])
+    dist.all_reduce(v)
+    return dict(zip(ks, v))
 
 @patch
 def _left(self: HostOptimizer, ranges: list) -> list:
@@ -521,12 +534,31 @@ def _fuse(self: HostOptimizer, i: int, p) -> bool:
     w.append((self.master[id(p)].storage_offset(), p.grad.detach().reshape(-1))); self._fresh.discard(id(p))
     if len(w) == len(self._spans[i][2]):
         if self._armed:
-            if self.reduce is not None: self.reduce([g for _, g in w])    # (the unit's, every process's, summed: one call)
+            self._sum_unit(i, w)                                       # (the unit's, every process's, summed)
             self._edges(i, w)
             self._update_unit(i, sorted(w, key=lambda t: t[0]))
         else: self._dropped.add(i)                                     # (not armed, not accumulating: a measurement; dropped)
         del self._waiting[i]
     return True
+
+@patch
+def _sum_unit(self: HostOptimizer, i: int, grads: list):
+    """Sum unit `i`'s gradients ((flat start, gradient) on the device) over the processes (once `reduce` is set): to the process
+    that owns the whole unit alone when the state is split (`_unit_owner`), the only one that reads them — half an all-reduce's
+    bytes — else on every process (`reduce`, one call)."""
+    if self.reduce is None: return
+    if (owner := self._unit_owner(i)) is None: self.reduce([g for _, g in grads])
+    else:
+        for _, g in grads: dist.reduce(g, owner)
+    self.summed[owner is not None] += sum(g.numel() for _, g in grads)
+
+@patch
+def _unit_owner(self: HostOptimizer, i: int) -> int | None:
+    "The process whose part holds every element of unit `i` (its state split: `shard`); None: not split, or the unit spans two parts."
+    if self.opt.shard[1] == 1: return None
+    at = [self._at(p) for p in self._spans[i][2]]
+    first, last = (bisect.bisect_right(self._cuts, x) for x in (min(a for a, _ in at), max(a + n for a, n in at) - 1))
+    return first if first == last else None
 
 @patch
 def _edges(self: HostOptimizer, i: int, grads: list):
@@ -553,7 +585,9 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     """Clip unit `i`'s gradient (`grads`: (flat start, gradient) on the device) to its share and update it, range by range — its
     weights read where the unit is bound now (a slot, its resident buffer: the master's very values), not copied in again."""
     lo, hi, ps, ranges = self._spans[i]
-    self._done[i] = norm = group_norm([g for _, g in grads])            # (the whole unit's, edges too: its clip group)
+    knows = self.reduce is None or self._unit_owner(i) in (None, self.opt.shard[0])   # (summed to another process: not here)
+    self._done[i] = norm = group_norm([g for _, g in grads]) if knows else torch.zeros((), device=grads[0][1].device)   # (the whole
+                                                                       #  unit's, edges too: its clip group; `_unit_norms` tells the rest)
     self._begin()
     weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]

@@ -630,20 +630,24 @@ def _starts_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1) -> 
     return start_paths(c, model, world)[0] == "layerwise"
 
 def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, device: torch.device = torch.device("cpu"), local: int | None = None):
-    """Refuse in one line, before anything is written, a full fine-tune that will train layer-wise (its state, sharded over `world`
-    processes, fills the budget) on a host that cannot hold its weights, gradients and optimizer state (weights and gradients
-    for each of the `local` processes on this host, None: `world`; the state split over the `world`)."""
-    if not _starts_layerwise(c, model, world): return
+    """Refuse in one line, before anything is written, a full fine-tune that will start layer-wise (its state, sharded over `world`
+    processes, fills the budget) on a host that cannot hold it (`_host_shortfall`). One that goes layer-wise only after its step
+    did not fit another way is checked then (`start_training`)."""
+    if _starts_layerwise(c, model, world) and (why := _host_shortfall(c, model, world, device, local)): raise ValueError(why)
+
+def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: torch.device, local: int | None) -> str | None:
+    """Why this host cannot hold a layer-wise full fine-tune of `c` — its weights and gradients for each of the `local` processes on
+    it (None: `world`), the optimizer state split over the `world` — in one line naming what shrinks it; None: it can."""
     local = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world)   # (a copy a process, a part of the state)
-    if need > (have := host_available()):
-        shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), ("--optimizer adafactor", c.optimizer != "adafactor"),
-                                  ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
-        raise ValueError(f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
-                         + (f", a copy for each of its {local} processes here (the state split between them)" if local > 1 else "") + ", about "
-                         f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
-                         f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
+    if need <= (have := host_available()): return None
+    shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), ("--optimizer adafactor", c.optimizer != "adafactor"),
+                              ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
+    return (f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
+            + (f", a copy for each of its {local} processes here (the state split between them)" if local > 1 else "") + ", about "
+            f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
+            f"{format_bytes(state)} (the state on the GPU), or a machine with more memory")
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
 @contextmanager
@@ -1253,6 +1257,9 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
     measured step does not fit beside the state on every process (each move said in one line); what it keeps where, said last."""
     paths = start_paths(run.config, run.model, run.world)
     for how, then in zip(paths, [*paths[1:], None]):
+        if how == "layerwise" and how != paths[0]:                    # (reached after another way: the host checked now, as at a start)
+            why_not = _host_shortfall(run.config, run.model, run.world, run.device, _local_world(run.world))
+            if _agree(run, why_not is not None): raise ValueError(why_not or "host memory: another process's host cannot hold the layer-wise state")
         st = start_state(run, how)
         try: memory, why = plan_run_memory(run, st, log), None
         except NeedsLayerwise as e: memory, why = None, NeedsLayerwise(e.budget, e.state, e.step)   # (a copy: `e`'s traceback holds
