@@ -46,8 +46,9 @@ def setup_files(work: Path, size: str, device: str) -> dict:
 
 
 def host_peak(nproc: int) -> int:
-    """Peak resident host memory (bytes) of the run that just ended: this process's since `run` reset it (one process), or the
-    largest of the spawned processes' (N; the children this bench has waited for, which are only those runs' ranks)."""
+    """Peak resident host memory (bytes) of a process of the run that just ended: this process's since `run` reset it (one process);
+    for N, the largest of every process this bench has spawned and waited for so far (the N-process runs' ranks: with several
+    turns, the largest over those turns — the kernel keeps no per-run figure for children)."""
     if nproc > 1: return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     return int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
 

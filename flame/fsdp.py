@@ -13,7 +13,7 @@ import torch.distributed as dist
 from torch import nn, Tensor
 from fastcore.basics import patch
 import copy
-from .optim import FlatAdamW, FlatOptimizer, make_optimizer, norm2
+from .optim import FlatAdamW, FlatOptimizer, make_optimizer, norm2, wire_device
 from .tensor import storage_bytes
 from .models.layers import ST_DTYPE, ChunkedTensor
 
@@ -142,12 +142,8 @@ def _chunks(plan: list[Segment]):
     for r, at, n in plan:
         for a in range(0, n, STATE_CHUNK): yield r, at + a, min(STATE_CHUNK, n - a)
 
-def _wire(t: Tensor) -> torch.device:
-    "Where `t` is sent from: NCCL moves device memory alone, so a host tensor (a layer-wise run's state) goes through this process's GPU."
-    return torch.device("cuda", torch.cuda.current_device()) if t.device.type == "cpu" and dist.get_backend() == "nccl" else t.device
-
 def _received(n: int, like: Tensor, src: int) -> Tensor:
-    part = torch.empty(n, dtype=like.dtype, device=_wire(like))
+    part = torch.empty(n, dtype=like.dtype, device=wire_device(like))
     dist.recv(part, src=src)
     return part.to(like.device)
 
@@ -157,7 +153,7 @@ def gathered(parts: dict[str, Tensor], plans: dict[str, list[Segment]], rank: in
     if rank:
         for k in sorted(parts):
             for r, at, n in _chunks(plans[k]):
-                if r == rank: dist.send(parts[k][at:at + n].to(_wire(parts[k])).contiguous(), dst=0)
+                if r == rank: dist.send(parts[k][at:at + n].to(wire_device(parts[k])).contiguous(), dst=0)
         return None
     def chunks(k):
         for r, at, n in _chunks(plans[k]): yield parts[k][at:at + n] if r == 0 else _received(n, parts[k], r)

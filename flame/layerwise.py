@@ -20,8 +20,8 @@ from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'SHARE_PIECE', 'HostOptimizer', 'clips_apart', 'unit_groups',
-           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes']
+__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes',
+           'backward_update_bytes', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -142,7 +142,7 @@ def step(self: HostOptimizer):
     if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
         self.opt.step()
-        if self.opt.shard[1] > 1: self._share_host()                   # (each process stepped its part)
+        self.opt.share_parts()                                         # (several processes: each stepped its part)
         self.write_back()
 
 @patch
@@ -628,19 +628,6 @@ def _receive(self: HostOptimizer, scratch: torch.Tensor, lo: int, hi: int, owner
     self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], scratch, w)
     self.moved[1] += flat.nbytes
     return w is not None
-
-SHARE_PIECE = 1 << 24                                                   # elements a host part goes through the GPU in (64 MiB in fp32)
-
-@patch
-def _share_host(self: HostOptimizer):
-    "After a host update of this process's part: each part's new weights to every other process, one broadcast each (in pieces through the GPU under NCCL)."
-    nccl, me = self.engine.cuda and dist.get_backend() == "nccl", self.opt.shard[0]
-    for r, (lo, hi) in enumerate(self.opt.parts()):
-        for a in range(lo, hi, SHARE_PIECE if nccl else max(hi - lo, 1)):
-            part = self.flat[a:min(a + SHARE_PIECE, hi) if nccl else hi]
-            buf = (part.to(self.engine.device) if r == me else torch.empty_like(part, device=self.engine.device)) if nccl else part
-            dist.broadcast(buf, r)
-            if buf is not part: part.copy_(buf)
 
 @patch(as_prop=True)
 def shard(self: HostOptimizer) -> tuple[int, int]: return self.opt.shard   # (rank, world): as a sharded `FlatOptimizer`'s, for checkpoints

@@ -12,6 +12,7 @@ from functools import partial
 import torch
 from torch import Tensor
 from fastcore.basics import patch
+import torch.distributed as dist
 from .autograd import GradBuffer
 from .kernels import adamw_, adamw8bit_, adamw8bit_state
 from .kernels.adamw8bit import QBLOCK
@@ -19,8 +20,9 @@ from .kernels.adamw import _sr_seed
 from .kernels.adafactor import adafactor_, adafactor_vectors_
 
 # %% auto #0
-__all__ = ['CPU_STEP_ELEMENTS', 'NORM_ROW', 'OPTIMIZERS', 'FlatOptimizer', 'norm2', 'group_norm', 'FlatAdamW', 'FlatAdamW8bit',
-           'FlatAdafactor', 'make_optimizer', 'optimizer_state_bytes', 'optim_results_table']
+__all__ = ['CPU_STEP_ELEMENTS', 'NORM_ROW', 'SHARE_PIECE', 'OPTIMIZERS', 'FlatOptimizer', 'norm2', 'group_norm', 'wire_device',
+           'FlatAdamW', 'FlatAdamW8bit', 'FlatAdafactor', 'make_optimizer', 'optimizer_state_bytes',
+           'optim_results_table']
 
 # %% ../nbs/21_optim.ipynb #292c813c
 def _laid_flat(params) -> torch.Tensor | None:
@@ -229,6 +231,26 @@ def state_spans(self: FlatOptimizer, rank: int | None = None) -> dict[str, tuple
     parts, r = self.parts(), self.shard[0] if rank is None else rank
     before = [self._state_sizes(*p) for p in parts[:r]]
     return {k: (sum(b[k] for b in before), n) for k, n in self._state_sizes(*parts[r]).items()}
+
+def wire_device(t: Tensor) -> torch.device:
+    "Where `t` is sent from: NCCL moves device memory alone, so a host tensor (a layer-wise run's) goes through this process's GPU."
+    return torch.device("cuda", torch.cuda.current_device()) if t.device.type == "cpu" and dist.get_backend() == "nccl" else t.device
+
+SHARE_PIECE = 1 << 24                                                   # elements a host part goes through the GPU in (64 MiB in fp32)
+
+@patch
+def share_parts(self: FlatOptimizer):
+    """After a sharded step (each process stepped its part): each part's new weights to every other process, one broadcast each —
+    a host buffer under NCCL in pieces through the GPU (`wire_device`)."""
+    if self.shard[1] == 1: return
+    via = wire_device(self.flat)
+    step = SHARE_PIECE if via != self.flat.device else max(self.flat.numel(), 1)
+    for r, (lo, hi) in enumerate(self.parts()):
+        for a in range(lo, hi, step):
+            part = self.flat[a:min(a + step, hi)]
+            buf = part if via == part.device else part.to(via) if r == self.shard[0] else torch.empty_like(part, device=via)
+            dist.broadcast(buf, r)
+            if buf is not part: part.copy_(buf)
 
 # %% ../nbs/21_optim.ipynb #bc3414f8
 class FlatAdamW(FlatOptimizer):

@@ -295,11 +295,8 @@ def _shards(opt) -> int:
     return getattr(opt, "shard", (0, 1))[1]
 
 def share_parts(opt) -> None:
-    "After a sharded optimizer's step: each rank's part of the weights to every other, one broadcast each."
-    if _shards(opt) == 1 or isinstance(opt, HostOptimizer): return    # (layer-wise: shared range by range as it updates them)
-    import torch.distributed as dist
-    for r, (lo, hi) in enumerate(opt.parts()):
-        if lo < hi: dist.broadcast(opt.flat[lo:hi], src=r)
+    "After a sharded optimizer's step: each rank's part of the weights to every other (`FlatOptimizer.share_parts`)."
+    if isinstance(opt, FlatOptimizer): opt.share_parts()              # (layer-wise and FSDP2: each shares its own as it updates)
 
 def whole_state(opt, rank: int, ema: Tensor | None = None) -> dict | None:
     """`opt.state_dict()` as one process's, with `ema` (laid as the weights) as "ema" (an unsharded one's as it is). Sharded: each
