@@ -9,7 +9,7 @@ Docs: https://flame-dev.github.io/flame/train.html.md"""
 # %% ../nbs/70_train.ipynb #22161870
 from __future__ import annotations
 import csv, fcntl, gc, io, json, math, os, shutil, signal, time, weakref
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, asdict, field, replace
 from typing import Callable, NamedTuple
 from collections.abc import Mapping
@@ -21,7 +21,7 @@ from safetensors import SafetensorError, safe_open
 from fastcore.basics import patch
 from .io import atomic_write, format_bytes, parse_size
 from .tensor import MemoryTimeline, storage_bytes
-from .streaming import BudgetTooSmall, host_weights, stream
+from .streaming import BudgetTooSmall, host_weights, stream, unstream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_bytes
 from .autograd import BucketReduce
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
@@ -1261,6 +1261,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         try: memory, why = plan_run_memory(run, st, log), None
         except NeedsLayerwise as e: memory, why = None, NeedsLayerwise(e.budget, e.state, e.step)   # (a copy: `e`'s traceback holds
                                                                       #  the planner's frames, and with them this state's memory)
+        except BaseException: _release(run, st, failed=True); raise   # (refused: nothing of it stays on the model)
         if not _agree(run, memory is None): break                     # (all or none: the processes' parts differ a little)
         if then is None:                                              # (FSDP2 asked for; a layer-wise plan raises its own error)
             raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
@@ -1303,10 +1304,24 @@ def _moving_on(run: Run, st: TrainState, why: NeedsLayerwise | None, then: str) 
     return f"memory: {'under FSDP2, ' if fsdp else ''}{why}" + ("; --fsdp auto would try FSDP2 first, the weights and gradients sharded too" if hint else "")
 
 def _leave(run: Run, st: TrainState):
-    "Let go of a state whose step does not fit: its hooks on the weights, its buckets; after FSDP2, the model given back whole."
+    """Let go of a state whose step does not fit: its hooks on the weights, its buckets, the probes' gradients; after FSDP2, the model
+    given back whole."""
     st.opt.grads.remove()                                        # (its hooks on the model's weights go with it: a bf16 weight's
     if st.reducer is not None: st.reducer.close()               #  would fold its gradient away before the streamed run's)
     if st.unshard is not None: st.unshard()                    # (the network whole again, in place)
+    for p in run.model.parameters(): p.grad = None             # (views of the state's flat gradient buffer: each holds all of it,
+                                                               #  on the device even after `.cpu()`, which moves a view's data only)
+
+def _release(run: Run, st: TrainState, failed: bool = False):
+    """A run over (finished, stopped, failed): what it hung on the model goes — the optimizer's hooks, the streaming engine, whose
+    device memory (ring slots, the update's scratch) is then freed. Hooks on weights are kept by torch where Python's garbage
+    collector cannot see them, so a run that left them would hold its device memory for as long as the process lives. A streamed
+    model is left whole on the host (`unstream`), its weights the trained ones. `failed`: the run's own error is the one said (after a
+    device error, the release's copies would raise one of their own)."""
+    with suppress(Exception) if failed else nullcontext():
+        if isinstance(st.opt, HostOptimizer): st.opt.close()
+        else: _leave(run, st)
+        if hasattr(run.model, "_flame_streaming"): unstream(run.model)
 
 def _held(st: TrainState) -> str:
     "Where `st` keeps the training state: 'fsdp', 'layerwise' or 'device'."
@@ -1436,6 +1451,14 @@ def _loop(run: Run, t_start: float) -> TrainResult:
         if (freed := frozen()) and not run.rank: print(f"text encoders: T5 released, {format_bytes(freed)} of host memory")   # T5: cached
     with _timed(run, "planning"):
         st, memory = start_training(run)                              # optimizer, EMA (fresh or resumed); resident, checkpoint, offload or stream
+    try: result = _steps(run, st, memory, prompts, caching, t_start)
+    except BaseException: _release(run, st, failed=True); raise
+    _release(run, st)                                                 # the model keeps none of the run's hooks or device memory
+    return result
+
+def _steps(run: Run, st: TrainState, memory: MemoryPlan, prompts, caching: dict, t_start: float) -> TrainResult:
+    "From `st`'s step to the last (or Ctrl-C): each step logged, samples and checkpoints on their schedule; the final weights written."
+    c = run.config
     if st.step == 0: save_samples(run, st, prompts, "before", "before training (step 0)")
     if run.device.type == "cuda": torch.cuda.reset_peak_memory_stats(run.device)
     first, t0 = st.step + 1, time.perf_counter() - (st.history[-1]["seconds"] if st.history else 0.0)
