@@ -1264,6 +1264,7 @@ def start_training(run: Run, log=print) -> tuple[TrainState, MemoryPlan]:
         except BaseException: _release(run, st, failed=True); raise   # (refused: nothing of it stays on the model)
         if not _agree(run, memory is None): break                     # (all or none: the processes' parts differ a little)
         if then is None:                                              # (FSDP2 asked for; a layer-wise plan raises its own error)
+            _release(run, st, failed=True)
             raise ValueError(f"budget: with fsdp a full fine-tune does not go layer-wise, and its step does not fit {run.config.budget} on every "
                              "process; raise --budget, add processes, or use --fsdp auto (FSDP2 where it fits, else layer-wise)")
         if not run.rank: log(_moving_on(run, st, why, then))
