@@ -285,6 +285,11 @@ def unit_groups(params: list, units: list[nn.Module]) -> list[list[int]]:
 
 # %% ../nbs/23_layerwise.ipynb #lw000043
 @patch
+def _owner(self: HostOptimizer, at: int) -> int:
+    "The process whose part of the state holds flat element `at` (0 where the state is not split)."
+    return bisect.bisect_right(self._cuts, at)
+
+@patch
 def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
     """Update `ranges` of the flat buffers on the device. `here_`: name -> (flat start, length, tensor) pieces already there. With
     the state kept on the device (`_keep_state`, updated where it is) a range's weights are too, when those pieces hold them back to
@@ -298,7 +303,7 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
     placed = False
     for i, (lo, hi) in enumerate(ranges):
         k = i % len(sets)
-        if (owner := bisect.bisect_right(self._cuts, lo)) != opt.shard[0]:   # (another process's part: its new weights come from there)
+        if (owner := self._owner(lo)) != opt.shard[0]:   # (another process's part: its new weights come from there)
             placed |= self._receive(sets[k], lo, hi, owner, on_device.get("params"))
             continue
         host = opt._slices(lo, hi)
@@ -388,7 +393,7 @@ def _unit_norms(self: HostOptimizer) -> dict:
     and one all-reduce makes them every process's — the same clipping factors and `grad_norm` everywhere."""
     if self.opt.shard[1] == 1 or self.reduce is None or not self._done: return dict(self._done)
     ks, me = sorted(self._done), self.opt.shard[0]
-    mine = lambda k: bisect.bisect_right(self._cuts, self._spans[k][0]) == me
+    mine = lambda k: self._owner(self._spans[k][0]) == me
     v = torch.stack([self._done[k] if mine(k) else torch.zeros_like(self._done[k]) for k in ks])
     dist.all_reduce(v)
     return dict(zip(ks, v))
@@ -557,7 +562,7 @@ def _unit_owner(self: HostOptimizer, i: int) -> int | None:
     "The process whose part holds every element of unit `i` (its state split: `shard`); None: not split, or the unit spans two parts."
     if self.opt.shard[1] == 1: return None
     at = [self._at(p) for p in self._spans[i][2]]
-    first, last = (bisect.bisect_right(self._cuts, x) for x in (min(a for a, _ in at), max(a + n for a, n in at) - 1))
+    first, last = self._owner(min(a for a, _ in at)), self._owner(max(a + n for a, n in at) - 1)
     return first if first == last else None
 
 @patch
