@@ -18,7 +18,7 @@ from .tensor import storage_bytes
 from .models.layers import ST_DTYPE, ChunkedTensor
 
 # %% auto #0
-__all__ = ['FSDP_OPTIMIZERS', 'Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part',
+__all__ = ['FSDP_OPTIMIZERS', 'Segment', 'STATE_CHUNK', 'shard_units', 'ShardedOptimizer', 'gathered', 'read_part', 'rows_whole',
            'gather_weights', 'fsdp_state_bytes', 'keep_whole']
 
 # %% ../nbs/24_fsdp.ipynb #fs24a005
@@ -190,15 +190,28 @@ def load_whole(self: ShardedOptimizer, f):
     "Load this process's part of a state an open safetensors file `f` holds in one process's layout (any N wrote it)."
     self.load_state_dict({k: f.get_tensor(k) if k == "steps" else read_part(f, k, self.plan, self.rank) for k in self.opt.state_dict()})
 
+# %% ../nbs/24_fsdp.ipynb #fs24a013b
+def rows_whole(local: Tensor, shape: torch.Size, group) -> Tensor:
+    """A tensor FSDP2 cut by rows (`shape`: the whole; each process `local`, its chunk of ceil(rows / N) rows, the last ones short
+    or empty) made whole on every process of `group`: the chunks padded to one size and all-gathered, a plain blocking collective.
+    (DTensor's `full_tensor` does the same through functional collectives, whose wait crashed a CPU run under gloo once, torch 2.13.)"""
+    world = dist.get_world_size(group)
+    padded = local.new_zeros((-(-shape[0] // world), *shape[1:]))
+    padded[:local.shape[0]] = local
+    chunks = [torch.empty_like(padded) for _ in range(world)]
+    dist.all_gather(chunks, padded, group=group)
+    return torch.cat(chunks)[:shape[0]]
+
 @torch.no_grad()
 def gather_weights(net: nn.Module, rank: int):
     """Every sharded weight of `net` made whole, one at a time, as a plain parameter on rank 0's CPU (the others take part and keep
     theirs): the trained model, to save at the end. The model is no longer sharded on rank 0 after."""
-    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor import DTensor, Shard
     for m in list(net.modules()):
         for name, p in list(m.named_parameters(recurse=False)):
             if not isinstance(p, DTensor): continue
-            whole = p.full_tensor()                                  # (collective: every rank, in the same order)
+            assert p.placements == (Shard(0),), p.placements          # (FSDP2 as `shard_units` applies it: rows, one mesh dimension)
+            whole = rows_whole(p.to_local(), p.shape, p.device_mesh.get_group())   # (collective: every rank, in the same order)
             if rank == 0: setattr(m, name, nn.Parameter(whole.cpu(), requires_grad=p.requires_grad))
             del whole
 
