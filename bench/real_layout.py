@@ -251,12 +251,13 @@ def run_model(a, model: str, work: Path, device) -> dict:
                budget=a.budget, resolution=a.resolution, batch_size=a.batch_size, steps=a.steps, save_every=0, sample_seeds=1, sample_steps=a.sample_steps,
                sample_prompts=("a red circle",), progress=False, output=str(work / "run"), overwrite=True, device=device, direct=a.size != "dev",
                profile=a.profile)
-    from flame.train import TrainConfig, host_need
-    need = host_need(TrainConfig(model=model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"]), torch.device(device))
+    from flame.train import TrainConfig, host_need, host_stages
+    at = TrainConfig(model=model, checkpoint=cfg["checkpoint"], text_encoder=cfg["text_encoder"])
+    need, stages = host_need(at, torch.device(device)), host_stages(at, torch.device(device))
     r, rss = run_child(cfg, work / "result.json", paths.get("hub"))
     per_image = sum(s for _, s in r["sampled"]) / max(1, sum(n for n, _ in r["sampled"]))
     return {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "model": model, "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need,
+            "model": model, "size": a.size, "resolution": a.resolution, "budget": a.budget, "build_seconds": built, "peak_rss": rss, "host_need": need, "host_stages": stages,
             "per_image_seconds": per_image, **r}
 
 
@@ -270,8 +271,10 @@ def table(r: dict, a, device):
     must = r["measured"].get("frozen", 0) + r["measured"].get("state", 0) + r["encoder_bytes"]     # what host memory must hold
     print(f"{'host RSS peak':32s} {gib(rss)}" + (f"  ({rss / must:.2f}x the {gib(must)} of frozen weights, trainable state and "
                                                  "text encoders; target <= 1.15)" if must else ""))
-    print(f"{'host memory checked before start':32s} {gib(sum(need.values()))}  (" + ", ".join(f"{k} {gib(v)}" for k, v in need.items()) +
-          f"; {rss / sum(need.values()):.2f}x of it measured)" if need else "")
+    if need:                                                          # (the check: the larger of the stages)
+        stages = r["host_stages"]
+        print(f"{'host memory checked before start':32s} {gib(max(stages.values()))}  (by stage: " + ", ".join(f"{k} {gib(v)}" for k, v in stages.items())
+              + "; parts: " + ", ".join(f"{k} {gib(v)}" for k, v in need.items()) + f"; {rss / max(stages.values()):.2f}x of it measured)")
     print(f"{'time to the first step':32s} {r['first_step']:.1f} s  " + ", ".join(f"{k} {v:.1f}" for k, v in r["times"].items() if k != "training"))
     print(f"{'s/step (median after the first)':32s} " + (f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}" if r["step_seconds"] else "-"))
     fwd = r["streamed_forward_s"]

@@ -35,12 +35,12 @@ from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _dige
 # %% auto #0
 __all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts', 'whole_state', 'text_offset',
            'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written', 'disk_need',
-           'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'check_host',
-           'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'start_paths', 'check_layerwise',
-           'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions', 'training_draws',
-           'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step', 'sample_images',
-           'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory', 'start_output',
-           'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
+           'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'host_stages',
+           'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'start_paths',
+           'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
+           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
+           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
+           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
            'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
            'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
 
@@ -497,8 +497,12 @@ def _tensor_files(path, parts=()) -> list[Path]:
     dirs = [p / s for s in parts if (p / s).is_dir()] or [p]
     return sorted(f for d in dirs for f in d.glob("*.safetensors"))
 
-def _loaded_bytes(files, itemsize: int, fp8: bool = False) -> int:
-    "Bytes of the files' tensors once loaded: floating ones at `itemsize`, or with `fp8` its 2-D weights (and fp8 tensors) at 1."
+_FLOAT_AT = {2: "BF16", 4: "F32"}                                  # (the float dtype a run loads at an itemsize, as safetensors names it)
+
+def _loaded_bytes(files, itemsize: int, fp8: bool = False, made: bool = False) -> int:
+    """Bytes of the files' tensors once loaded: floating ones at `itemsize`, or with `fp8` its 2-D weights (and fp8 tensors) at 1.
+    `made`: only those loading makes anew in host memory (cast or quantized); a tensor kept as the file stores it is the file's
+    memory-mapped pages, read when used."""
     total = 0
     for f in files:
         try: sf = safe_open(f, "pt")
@@ -506,18 +510,19 @@ def _loaded_bytes(files, itemsize: int, fp8: bool = False) -> int:
         for k in sf.keys():
             s = sf.get_slice(k); shape, dt = s.get_shape(), s.get_dtype()
             one = fp8 and (dt.startswith("F8") or (len(shape) == 2 and k.endswith("weight")))
+            if made and (dt in _INT_BYTES or (dt.startswith("F8") if one else dt == _FLOAT_AT.get(itemsize))): continue
             total += math.prod(shape) * (1 if one else _INT_BYTES.get(dt, itemsize))
     return total
 
 TEXT_FOLDERS = ("text_encoder", "text_encoder_2", "text_encoder_3")    # (diffusers' folders; a single file is read whole)
 
-def host_need(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS) -> dict:
+def host_need(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS, made: bool = False) -> dict:
     """Bytes the run loads into host memory, by part, from its files (a model built in memory or a hub default: not counted);
-    `texts`: the text encoders' folders it reads (`texts_read`)."""
+    `texts`: the text encoders' folders it reads (`texts_read`); `made`: of the base model, only what loading makes anew."""
     item, need = (2 if device.type == "cuda" else 4), {}
     weights = _WEIGHTS[c.weights_dtype].itemsize if c.mode == "full" else item      # (a full fine-tune's weights: in its weights dtype)
     if c.checkpoint is not None and Path(c.checkpoint).exists():
-        need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), weights, c.base_dtype == "fp8")
+        need["base model"] = _loaded_bytes(_tensor_files(c.checkpoint, ("transformer", "unet")), weights, c.base_dtype == "fp8", made)
     if texts and c.text_encoder is not None and Path(c.text_encoder).exists():
         need["text encoders"] = _loaded_bytes(_tensor_files(c.text_encoder, texts), item)
     return need
@@ -545,17 +550,24 @@ def texts_read(c: TrainConfig, text, cached: bool) -> tuple:
     if not cached: return TEXT_FOLDERS
     return () if c.text_encoder_lr is None else tuple(f for f in TEXT_FOLDERS if f != getattr(text, "frozen_folder", None))
 
+# %% ../nbs/70_train.ipynb #e49a1c8d
+def host_stages(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS, procs: int = 1) -> dict:
+    """Bytes the run holds in host memory at once, by stage, `procs` of its processes on this host. Caching: rank 0's text
+    encoders beside each process's base model as loaded (what loading casts or quantizes; the rest is the file's pages). Training:
+    each process's base model whole (its pool) and the text encoders it trains; the others are released by then."""
+    need, made = host_need(c, device, texts), host_need(c, device, (), made=True).get("base model", 0)
+    base, text = need.get("base model", 0), need.get("text encoders", 0)
+    trained = text if c.text_encoder_lr is not None else 0
+    return {"caching": text + procs * made + (procs - 1) * trained, "training": procs * (base + trained)}
+
 def check_host(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS, procs: int = 1):
-    """Refuse in one line, before loading anything, when the machine cannot hold what the run loads into host memory; `procs`
-    of its processes on this host: each holds its own base model (and the text encoders it trains), rank 0 alone caches."""
-    need, have = host_need(c, device, texts), host_available()
-    each = need.get("base model", 0) + (need.get("text encoders", 0) if c.text_encoder_lr is not None else 0)
-    total = sum(need.values()) + (procs - 1) * each
+    "Refuse in one line, before loading anything, when the machine cannot hold the larger of the run's stages (`host_stages`)."
+    (stage, total), have = max(host_stages(c, device, texts, procs).items(), key=lambda kv: kv[1]), host_available()
     if total > have:
-        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in need.items()) + (f"; the base model in each of its {procs} processes" if procs > 1 else "")
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in host_need(c, device, texts).items()) + (f"; the base model in each of its {procs} processes" if procs > 1 else "")
         fp8 = "--base-dtype fp8 (about half the base model's bytes), or " if c.base_dtype != "fp8" and c.mode == "lora" else ""
         fewer = "fewer processes, " if procs > 1 else ""
-        raise ValueError(f"host memory: this run loads about {format_bytes(total)} into host memory ({parts}) but "
+        raise ValueError(f"host memory: this run holds about {format_bytes(total)} in host memory while {stage} ({parts}) but "
                          f"{format_bytes(have)} is available; use {fp8}{fewer}free memory, or a machine with more")
 
 # %% ../nbs/70_train.ipynb #d15c0003
@@ -632,6 +644,8 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
     did not fit another way is checked then (`start_training`)."""
     if _starts_layerwise(c, model, world) and (why := _host_shortfall(c, model, world, device, local)): raise ValueError(why)
 
+_LIGHTER = ("adamw", "adamw-bf16", "adamw8bit", "adafactor")   # optimizers by the bytes of their state a weight: 8, 4, 2, about 0
+
 def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: torch.device, local: int | None) -> str | None:
     """Why this host cannot hold a layer-wise full fine-tune of `c` — its weights and gradients for each of the `local` processes on
     it (None: `world`), the optimizer state split over the `world` — in one line naming what shrinks it; None: it can."""
@@ -639,7 +653,8 @@ def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: t
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world)   # (a copy a process, a part of the state)
     if need <= (have := host_available()): return None
-    shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), ("--optimizer adafactor", c.optimizer != "adafactor"),
+    lighter = _LIGHTER[_LIGHTER.index(c.optimizer) + 1:] if c.optimizer in _LIGHTER else []      # (optimizers whose state is smaller)
+    shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), (f"--optimizer {' / '.join(lighter)}", lighter),
                               ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
     return (f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
             + (f", a copy for each of its {local} processes here (the state split between them)" if local > 1 else "") + ", about "
