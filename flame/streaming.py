@@ -670,15 +670,18 @@ class Plan:
                 f"step {t}, floor {self.floor * 1e3:.1f} ms, forward {self.predicted_forward * 1e3:.1f} ms)")
 
 # %% ../nbs/20_streaming.ipynb #d54fbec3
-def _candidates(sizes, w_budget, max_depth):
-    "(resident units, slots, depth, slot bytes) for every depth x slot class, the rest of `w_budget` filled with residents."
+def _candidates(sizes, w_budget, max_depth, work=None):
+    """(resident units, slots, depth, slot bytes) for every depth x slot class, the rest of `w_budget` filled with residents: from
+    the middle out, and with `work` (each unit's compute, s) also those with the least compute per byte first."""
     n, total = len(sizes), sum(sizes)
-    mid = sorted(range(n), key=lambda i: abs(i - (n - 1) / 2))
-    def fill(forced, room):
-        res = set(forced)
-        for i in mid:
-            if i not in res and sizes[i] <= room: res.add(i); room -= sizes[i]
-        return sorted(res)
+    orders = [sorted(range(n), key=lambda i: abs(i - (n - 1) / 2))]
+    if work is not None: orders.append(sorted(range(n), key=lambda i: work[i] / sizes[i]))
+    def fills(forced, room):
+        for order in orders:
+            res, left = set(forced), room
+            for i in order:
+                if i not in res and sizes[i] <= left: res.add(i); left -= sizes[i]
+            yield sorted(res)
     cands = []
     if total <= w_budget: cands.append((list(range(n)), 0, 0, 0))
     for cls in sorted(set(sizes), reverse=True):
@@ -689,9 +692,9 @@ def _candidates(sizes, w_budget, max_depth):
             k = min(d + 1, n - len(forced))
             room = w_budget - forced_b - k * slot
             if k < 1 or room < 0: continue
-            res = fill(forced, room)
-            if len(res) == n: continue
-            cands.append((res, k, min(d, 2 * (n - len(res)) - 1), slot))
+            for res in fills(forced, room):
+                c = (res, k, min(d, 2 * (n - len(res)) - 1), slot)
+                if len(res) < n and c not in cands: cands.append(c)
     return cands
 
 # %% ../nbs/20_streaming.ipynb #89c7b95e
@@ -709,7 +712,7 @@ def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measure
                              + (f", plus {format_bytes(overhead)} the step needs besides block weights" if overhead else ""))
     host = device != "cpu"
     best = None
-    for res, k, d, slot in _candidates(sizes, w_budget, max_depth):
+    for res, k, d, slot in _candidates(sizes, w_budget, max_depth, [f + b for f, b in zip(fwd, bwd)]):
         sim = _simulate(sizes, fwd, bwd, other, bandwidth, res, k, d, True, host)
         dev = sum(sizes[i] for i in res) + k * slot
         key = (round(sim["time"], 6), sim["moved"], dev)
