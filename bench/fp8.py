@@ -2,7 +2,8 @@
 """fp8 matmul benchmark (issue 17): FLAME's `fp8_linear` (e4m3fn weight, per-channel fp32 scale) as dispatched — each
 shape timed once between the W8A16 Triton kernel and FLAME's fused dequantize + cuBLAS, the faster kept (the `path`
 column) — against the Triton kernel alone, cuBLAS bf16 (`F.linear` on a bf16 weight) and PyTorch's dequantize (three
-passes) + `F.linear`, at Flux's linear shapes for one 1024² image (4096 + 512 tokens), forward and forward + dgrad (the
+passes) + `F.linear`, at the shapes Flux-dev's linears run for one 1024² image (a double block's image stream on 4096
+tokens and its text stream on 512, each with qkv, proj and the MLP; a single block's two on all 4608), forward and forward + dgrad (the
 gradient w.r.t. x only: the frozen weight gets none). GPU time through CUDA graphs (flame.kernels.core.bench), median
 after warm-up, all in one run; each row also records FLAME's forward error against the fp32 reference. Prints a
 table, writes JSON.
@@ -14,9 +15,10 @@ import argparse, datetime, json, sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-M = 4096 + 512
-SHAPES = {"qkv 3072→9216": (M, 3072, 9216), "mlp in 3072→12288": (M, 3072, 12288), "mlp out 12288→3072": (M, 12288, 3072),
-          "proj 3072→3072": (M, 3072, 3072)}
+IMG, TXT = 4096, 512                                   # a 1024² image's tokens, and T5's 512
+DOUBLE = {"qkv 3072→9216": (3072, 9216), "proj 3072→3072": (3072, 3072), "mlp in 3072→12288": (3072, 12288), "mlp out 12288→3072": (12288, 3072)}
+SHAPES = {f"{stream} {name}": (m, *kn) for stream, m in (("img", IMG), ("txt", TXT)) for name, kn in DOUBLE.items()}
+SHAPES |= {"single in 3072→21504": (IMG + TXT, 3072, 21504), "single out 15360→3072": (IMG + TXT, 15360, 3072)}
 SMOKE_SHAPES = {"tiny": (256, 256, 384), "ragged": (333, 192, 200)}
 
 def impls(x, w, s, b):

@@ -110,14 +110,15 @@ def _training(p, D):
     g.add_argument("--optimizer", choices=("adamw", "adamw-bf16", "adamw8bit", "adafactor"), help="adamw; adamw-bf16: its moments in bf16 (4 instead "
                    "of 8 bytes per trained parameter); adamw8bit: its moments in 8 bits (2 instead of 8 bytes "
                    "per trained parameter); adafactor: factored second moments, no first. Flux-dev full fine-tune, 12 GB, --clip unit "
-                   "(H100): adafactor 1.1-1.35 s a step, 27 GiB of host memory; adamw8bit 1.85 s, 48 GiB; adamw-bf16 2.3-2.5 s, "
+                   "(H100): adafactor 1.11-1.18 s a step, 27 GiB of host memory; adamw8bit 1.85 s, 48 GiB; adamw-bf16 2.3-2.5 s, "
                    f"70 GiB (default: {D['optimizer']})")
     g.add_argument("--weight-decay", type=float, metavar="WD", help=f"AdamW weight decay (default: {D['weight_decay']})")
     g.add_argument("--max-grad-norm", type=_grad_norm, metavar="NORM", help=f"clip the gradient's norm to NORM; 0 or none: no clipping "
                                                                             f"(default: {D['max_grad_norm']})")
     g.add_argument("--clip", choices=("global", "unit"), help="global: clip by the whole gradient's norm (exact); unit: each block to "
                    "its share of --max-grad-norm, which lets a layer-wise full fine-tune on a GPU update each block in its backward "
-                   "(H100: Flux-dev Adafactor 12 GB 1.1-1.35 s a step instead of 3.65 s, host memory 27 instead of 91 GiB; SDXL 8 GB "
+                   "(H100: Flux-dev Adafactor 12 GB 1.11-1.18 s a step, host memory 27 GiB, where global took 3.65 s and 91 GiB on the code of "
+                   "2026-11-26; SDXL 8 GB "
                    f"1.36x faster; default: {D['clip']})")
     g.add_argument("--batch-size", type=int, metavar="B", help=f"images per micro-batch (default: {D['batch_size']})")
     g.add_argument("--grad-accum", type=int, metavar="K", help=f"micro-batches per optimizer step (default: {D['grad_accum']})")
