@@ -644,8 +644,6 @@ def check_layerwise(c: TrainConfig, model: DiffusionModel, world: int = 1, devic
     did not fit another way is checked then (`start_training`)."""
     if _starts_layerwise(c, model, world) and (why := _host_shortfall(c, model, world, device, local)): raise ValueError(why)
 
-_LIGHTER = ("adamw", "adamw-bf16", "adamw8bit", "adafactor")   # optimizers by the bytes of their state a weight: 8, 4, 2, about 0
-
 def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: torch.device, local: int | None) -> str | None:
     """Why this host cannot hold a layer-wise full fine-tune of `c` — its weights and gradients for each of the `local` processes on
     it (None: `world`), the optimizer state split over the `world` — in one line naming what shrinks it; None: it can."""
@@ -653,7 +651,8 @@ def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: t
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world)   # (a copy a process, a part of the state)
     if need <= (have := host_available()): return None
-    lighter = _LIGHTER[_LIGHTER.index(c.optimizer) + 1:] if c.optimizer in _LIGHTER else []      # (optimizers whose state is smaller)
+    cost = {o: trainable_state_bytes(model, o) for o in OPTIMIZERS}            # (the optimizers whose state on this model is smaller)
+    lighter = sorted((o for o in OPTIMIZERS if cost[o] < state), key=cost.get, reverse=True)
     shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), (f"--optimizer {' / '.join(lighter)}", lighter),
                               ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
     return (f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
