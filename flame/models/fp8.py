@@ -12,12 +12,14 @@ from typing import Callable
 import torch
 from torch import nn, Tensor
 from fastcore.basics import patch
-from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8
+import torch.nn.functional as F
+from ..autograd import add_block_hooks
+from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weight_for
 from .layers import LazyTensor, Checkpoint, KEEP_FP8, build_loaded, read_checkpoint, _listing
 
 # %% auto #0
-__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes', 'file_fp8',
-           'load_fp8', 'write_fp8_copy']
+__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes',
+           'dequantize_per_block', 'file_fp8', 'load_fp8', 'write_fp8_copy']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
 class FP8Linear(nn.Linear):
@@ -31,10 +33,13 @@ class FP8Linear(nn.Linear):
         else: self.register_parameter("bias", None)
 
     def reset_parameters(self): pass   # the weight comes from a checkpoint or from `from_linear`
+    once = False                       # set while its checkpointed block runs (`dequantize_per_block`)
 
     def forward(self, x: Tensor) -> Tensor:
         if torch.is_autocast_enabled(x.device.type): x = x.to(torch.get_autocast_dtype(x.device.type))   # as F.linear would
-        return fp8_linear(x, self.weight, self.weight_scale, self.bias)
+        if not self.once: return fp8_linear(x, self.weight, self.weight_scale, self.bias)
+        w = fp8_weight_for(x, self.weight, self.weight_scale)    # F.linear saves it: the backward dequantizes nothing
+        return F.linear(x.to(w.dtype), w, None if self.bias is None else self.bias.to(w.dtype)).to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, fp8 e4m3fn, {'per-channel' if self.weight_scale.dim() else 'per-tensor'} scale"
@@ -74,7 +79,7 @@ def to_fp8(model: nn.Module, skip=FLUX_SKIP, per_channel: bool = True) -> nn.Mod
     for name, m in chosen:
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent), leaf, FP8Linear.from_linear(m, per_channel))
-    return model
+    return dequantize_per_block(model)
 
 def fp8_layers(model: nn.Module) -> dict[str, FP8Linear]:
     "{module name: FP8Linear} of `model`."
@@ -88,6 +93,28 @@ def host_bytes(model: nn.Module, only=None) -> int:
         for t in [*m.parameters(recurse=False), *m.buffers(recurse=False)]:
             if t is not None and t.device.type != "meta": seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
     return sum(seen.values())
+
+# %% ../../nbs/34_fp8.ipynb #b34e0051
+def _fp8_in(block) -> list: return [m for m in block.modules() if isinstance(m, FP8Linear)]
+
+def _once(block):
+    "Before a block's checkpointed forward or recompute: its FP8Linears multiply by a dequantized copy that autograd keeps (if on)."
+    on = block.__dict__.get("_flame_fp8_once", False)
+    for m in _fp8_in(block): m.once = on
+
+def _each(block, *_):
+    "After any forward of the block: back to `fp8_linear`, which keeps only the fp8 weight."
+    for m in _fp8_in(block): m.once = False
+
+def dequantize_per_block(model: nn.Module, on: bool = True) -> nn.Module:
+    "Each of `model.stream_units()` holding FP8Linears dequantizes its weights once per checkpointed pass (`on=False`: once per matmul)."
+    for block in getattr(model, "stream_units", list)():
+        if not _fp8_in(block): continue
+        if "_flame_fp8_once" not in block.__dict__:
+            add_block_hooks(block, before_forward=_once, before_recompute=_once)
+            block.register_forward_hook(_each, always_call=True)
+        block.__dict__["_flame_fp8_once"] = on
+    return model
 
 # %% ../../nbs/34_fp8.ipynb #b34e0031
 SD3_SKIP = ("t_embedder.*", "y_embedder.*", "context_embedder", "final_layer.*", "*.adaLN_modulation.*")
@@ -129,7 +156,8 @@ def load_fp8(path, cls, detect: Callable, config_from_shapes: Callable, *, dtype
     "`cls(config)` from an fp8 (plain or scaled) or a bf16 checkpoint: fp8 Linear weights as `FP8Linear`s, the rest in `dtype`."
     with file_fp8():
         ck = read_checkpoint(path, detect)
-        return build_loaded(cls, config_from_shapes({k: v.shape for k, v in ck.ours.items()}), ck, dtype=dtype, device=device, source=str(path))
+        model = build_loaded(cls, config_from_shapes({k: v.shape for k, v in ck.ours.items()}), ck, dtype=dtype, device=device, source=str(path))
+    return dequantize_per_block(model)
 
 # %% ../../nbs/34_fp8.ipynb #4d30c0da
 def write_fp8_copy(model: str, checkpoint, output) -> dict:
