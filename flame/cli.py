@@ -280,7 +280,7 @@ def main(argv=None) -> int:
     if result.interrupted: return 130
     if result.weights is None: return 0                         # a rank > 0 of a torchrun run: rank 0 reports
     out = result.output
-    stages = ", ".join(f"{k} {v:.0f} s" for k, v in result.times.items())      # setup: loading or building the base, encoders
+    stages = ", ".join(f"{k} {v:.0f} s" for k, v in result.times.items())      # loading: reading or building the base, encoders
     print(f"done: {result.steps} steps in {result.seconds:.0f} s ({stages}; memory policy: {result.policy})\n"
           f"  weights  {result.weights}\n  samples  {out / 'samples' / 'before.png'}, {out / 'samples' / 'after.png'}\n"
           f"  plots    {out / 'loss.png'}, {out / 'memory.png'}\n  metrics  {out / 'metrics.csv'}")

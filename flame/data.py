@@ -268,7 +268,8 @@ def _store(self: LatentDataset, path, tensors, **meta):
 def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), texts_on: Callable = nullcontext,
             record: Callable | None = None) -> dict:
     """Encode whatever the cache lacks — the images (the largest first), then the captions and `extra_captions` (sample prompts)
-    inside `texts_on()` (the trainer's: its text encoders on the GPU, within the budget); `record(what)`, if given, is a context
+    inside `texts_on(n)`, n the captions to encode (the trainer's: its text encoders on the GPU, within the budget, unless the CPU
+    is sooner for n); `record(what)`, if given, is a context
     around the first of each ("images": the largest image, "captions": the first batch). Counts {'latents': (encoded, reused),
     'text': (encoded, reused)} of the data's."""
     if self.cache_dir is None: raise ValueError("cache_dir: prepare() fills the cache; this dataset has none")
@@ -278,7 +279,7 @@ def prepare(self: LatentDataset, progress: bool = False, extra_captions=(), text
         with record("images") if record and k == 0 else nullcontext(): self.latent(i)
     captions, todo = set(it.caption for it in self.source.items), self.uncached(extra_captions)
     if todo:
-        with texts_on(): self._encode_texts(todo, record)
+        with texts_on(len(todo)): self._encode_texts(todo, record)
     n, new = len(self.source.items), len(captions.intersection(todo))
     return {"latents": (len(missing), n - len(missing)), "text": (new, len(captions) - new)}
 

@@ -24,25 +24,27 @@ from .tensor import MemoryTimeline, storage_bytes
 from .streaming import BudgetTooSmall, host_weights, stream, unstream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_bytes
 from .autograd import BucketReduce
+from .kernels.core import compiling_seconds
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
 from .fsdp import FSDP_OPTIMIZERS, ShardedOptimizer, fsdp_state_bytes, gather_weights, gathered, keep_whole, read_part, shard_units
-from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, encoders_on, family, is_diffusion_model, release, write_safetensors
+from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, cpu_encodes_faster, encode_seconds_on_cpu, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
 from .diffusion import diffusion_loss, sample, training_noise, training_timesteps
 from .data import ImageFolder, LatentDataset, image_grid, text_cache_path, _digest, _seed
 
 # %% auto #0
-__all__ = ['TEXT_FOLDERS', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts', 'whole_state', 'text_offset',
-           'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock', 'checkpoints_written', 'disk_need',
-           'check_disk', 'host_need', 'host_available', 'run_prompts', 'texts_cached', 'texts_read', 'host_stages',
-           'check_host', 'start_partial', 'commit', 'recover_replaced', 'updates_in_backward', 'start_paths',
-           'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state', 'micro_batch', 'dropped_captions',
-           'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run', 'drop_graphs', 'train_step',
-           'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts', 'fit_vae', 'save_caching_memory',
-           'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step', 'record_first_step', 'progress_bar',
-           'time_to_first_step', 'step_activation_bytes', 'check_step_memory', 'TrainResult', 'probe_index',
-           'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch', 'train']
+__all__ = ['TEXT_FOLDERS', 'GPU_PROCESS_GROWTH', 'TrainConfig', 'default_output', 'Run', 'all_reduce_step', 'share_parts',
+           'whole_state', 'text_offset', 'check_text_cut', 'text_to', 'lock_path', 'check_unlocked', 'run_lock',
+           'checkpoints_written', 'disk_need', 'check_disk', 'host_need', 'host_available', 'run_prompts',
+           'texts_cached', 'texts_read', 'host_stages', 'check_host', 'start_partial', 'commit', 'recover_replaced',
+           'updates_in_backward', 'start_paths', 'check_layerwise', 'text_on', 'setup', 'TrainState', 'start_state',
+           'micro_batch', 'dropped_captions', 'training_draws', 'micro_batch_loss', 'CudaGraphed', 'graph_run',
+           'drop_graphs', 'train_step', 'sample_images', 'labelled_grid', 'plot_losses', 'read_metrics', 'Prompts',
+           'fit_vae', 'save_caching_memory', 'start_output', 'save_samples', 'save_checkpoint', 'finish', 'log_step',
+           'record_first_step', 'progress_bar', 'time_to_first_step', 'step_activation_bytes', 'check_step_memory',
+           'TrainResult', 'probe_index', 'plan_run_memory', 'start_training', 'stream_store', 'RankFailed', 'launch',
+           'train']
 
 # %% ../nbs/70_train.ipynb #1a479cd7
 # what must match for a checkpoint to continue this run bit for bit
@@ -227,7 +229,8 @@ class Run:
     resume_from: Path | None
     batch_order: dict = field(default_factory=dict, repr=False)   # {epoch: its batches}: micro_batch's one-epoch cache
     final: Path | None = None            # where the run ends up; `out` is where it writes now (a partial sibling until its first checkpoint)
-    times: dict = field(default_factory=dict)    # seconds per stage: setup, caching, planning, sampling, training
+    times: dict = field(default_factory=dict)    # seconds per stage: loading, caching, planning, sampling, training, compiling
+    compile_start: float = 0.0           # `compiling_seconds()` when `train` was called
     rank: int = 0                        # this process's rank among `world` (torch.distributed); only rank 0 writes
     world: int = 1
     graphed: object = None               # the model as CUDA graphs (`CudaGraphed`), once the plan allows it
@@ -560,14 +563,18 @@ def host_stages(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDER
     trained = text if c.text_encoder_lr is not None else 0
     return {"caching": text + procs * made + (procs - 1) * trained, "training": procs * (base + trained)}
 
+GPU_PROCESS_GROWTH = 3 << 30    # what a GPU run's process holds beyond its stages (CUDA context, libraries, kernels): 2.2–3.1 GiB measured
+
 def check_host(c: TrainConfig, device: torch.device, texts: tuple = TEXT_FOLDERS, procs: int = 1):
-    "Refuse in one line, before loading anything, when the machine cannot hold the larger of the run's stages (`host_stages`)."
+    "Refuse in one line, before loading anything, when the machine cannot hold the larger of the run's stages (`host_stages`) and its processes' own growth."
     (stage, total), have = max(host_stages(c, device, texts, procs).items(), key=lambda kv: kv[1]), host_available()
-    if total > have:
+    grows = procs * GPU_PROCESS_GROWTH if device.type == "cuda" else 0
+    if total + grows > have:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in host_need(c, device, texts).items()) + (f"; the base model in each of its {procs} processes" if procs > 1 else "")
         fp8 = "--base-dtype fp8 (about half the base model's bytes), or " if c.base_dtype != "fp8" and c.mode == "lora" else ""
         fewer = "fewer processes, " if procs > 1 else ""
-        raise ValueError(f"host memory: this run holds about {format_bytes(total)} in host memory while {stage} ({parts}) but "
+        also = f" and its process{'es' * (procs > 1)} about {format_bytes(grows)} more (CUDA and its libraries)" if grows else ""
+        raise ValueError(f"host memory: this run holds about {format_bytes(total)} in host memory while {stage} ({parts}){also} but "
                          f"{format_bytes(have)} is available; use {fp8}{fewer}free memory, or a machine with more")
 
 # %% ../nbs/70_train.ipynb #d15c0003
@@ -662,11 +669,15 @@ def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: t
 
 # %% ../nbs/70_train.ipynb #5c8d69d1
 @contextmanager
-def text_on(device: torch.device, budget, ds: LatentDataset, log=None):
+def text_on(device: torch.device, budget, ds: LatentDataset, log=None, captions: int | None = None):
     """The text encoders on `device` for a stage (in the run's `budget` on a GPU), back on the CPU after: `encoders_on`, its
     streamed plan measured on a batch as large as the caching's (`ds.caption_batch`), halved until one fits (down to one
-    caption)."""
+    caption). On a GPU, `captions` (how many the stage encodes) that the CPU encodes sooner stay there (`cpu_encodes_faster`)."""
     text = ds.text_encoder
+    if device.type == "cuda" and captions and getattr(text, "networks", None) and cpu_encodes_faster(text, captions):
+        if log: log(f"encoders: {captions} caption{'s' * (captions > 1)} on the CPU, about {encode_seconds_on_cpu(text, captions):.1f} s: "
+                    "sooner than bringing the encoders to the GPU")
+        yield; return
     budget = parse_size(budget, "budget") if budget is not None and device.type == "cuda" else None
     with ExitStack() as on:
         while True:
@@ -1057,7 +1068,7 @@ def start_output(run: Run, log=print) -> Prompts:
         @contextmanager
         def record(what):                                              # the largest image's encode, the first caption batch's
             with MemoryTimeline(device=run.device) as timelines[what]: yield
-        counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda: text_on(run.device, c.budget, ds, log), record=record)
+        counts = ds.prepare(progress=c.progress, extra_captions=prompts, texts_on=lambda n: text_on(run.device, c.budget, ds, log, n), record=record)
         save_caching_memory(run, timelines)
         log(f"cache {ds.cache_dir}: latents {counts['latents'][0]} encoded, {counts['latents'][1]} reused; "
             f"captions {counts['text'][0]} encoded, {counts['text'][1]} reused")
@@ -1172,15 +1183,19 @@ def progress_bar(c: TrainConfig, done: int, file=None):
 
 @contextmanager
 def _timed(run: Run, stage: str, less: str | None = None):
-    "Add the seconds spent inside to `run.times[stage]`, minus what stage `less` took meanwhile."
-    t0, l0 = time.perf_counter(), run.times.get(less, 0.0)
+    "Add the seconds spent inside to `run.times[stage]`, minus what stage `less` took meanwhile; those spent compiling go to 'compiling'."
+    t0, l0, c0, k0 = time.perf_counter(), run.times.get(less, 0.0), compiling_seconds(), run.times.get("compiling", 0.0)
     try: yield
-    finally: run.times[stage] = run.times.get(stage, 0.0) + time.perf_counter() - t0 - (run.times.get(less, 0.0) - l0)
+    finally:
+        made = compiling_seconds() - c0                  # (a nested `less` stage's compiling included: it is in neither stage)
+        run.times[stage] = run.times.get(stage, 0.0) + time.perf_counter() - t0 - (run.times.get(less, 0.0) - l0) - made
+        run.times["compiling"] = k0 + made
 
 def time_to_first_step(run: Run, t_start: float, log=print) -> float:
-    "Seconds from `train()` to the end of the first step, said once in the log by stage (the step itself: its Triton compiles too)."
+    "Seconds from `train()` to the end of the first step, said once in the log by stage (compiling kernels apart from each)."
     total = time.perf_counter() - t_start
-    stages = {k: run.times.get(k, 0.0) for k in ("setup", "caching", "planning", "sampling")}
+    stages = {k: run.times.get(k, 0.0) for k in ("loading", "caching", "planning", "sampling")}
+    stages["compiling"] = compiling_seconds() - run.compile_start             # (the first step's own compiles too)
     if not run.rank: log(f"time to the first step: {total:.1f} s (" + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()) +
                          f", the step {total - sum(stages.values()):.1f})")
     return total
@@ -1234,7 +1249,7 @@ class TrainResult:
     measured: dict
     interrupted: bool = False
     seconds: float = 0.0
-    times: dict = field(default_factory=dict)    # seconds per stage: setup (loading, building), caching, planning, sampling, training
+    times: dict = field(default_factory=dict)    # seconds per stage: loading (and building), caching, planning, sampling, training, compiling
     first_step: float = 0.0                      # seconds from the call to the end of the first step (in the log by stage)
     held: str = "device"                         # where the training state was: 'device', 'fsdp' (FSDP2: sharded) or 'layerwise' (host)
 
@@ -1435,11 +1450,13 @@ def train(config: TrainConfig, *, model=None, data=None) -> TrainResult:
     "Run `config` (optionally on a given `model` and data `source`); see the notebook for what it writes. `nproc` > 1: see `launch`."
     world = _env_world()
     if world is None and config.nproc > 1: return launch(config, model=model, data=data)   # start the processes; each comes back here
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), compiling_seconds()
     if world is not None and world != config.nproc: config = replace(config, nproc=world)  # torchrun's world size is the run's
     with _process_group(config, world):
         run = setup(config, model=model, data=data)
-        run.times["setup"] = time.perf_counter() - t_start
+        run.compile_start = c_start
+        made = compiling_seconds() - c_start
+        run.times["loading"], run.times["compiling"] = time.perf_counter() - t_start - made, made
         if run.world > 1: _barrier()                                 # every rank checked the folder before rank 0 locks it
         small = run.device.type == "cpu" and sum(p.numel() for p in run.model.parameters()) < 1_000_000
         with _threads(1 if small else None): return _train(run, t_start)

@@ -8,8 +8,9 @@ Docs: https://flame-dev.github.io/flame/kernels.html.md"""
 # %% auto #0
 __all__ = ['MAX_WIDTH', 'OPS', 'triton_available', 'interpreting', 'backend', 'use_triton', 'reference_backward', 'check_tensor',
            'poison_outputs', 'new_buffer', 'rel_err', 'grads_of', 'check_op', 'second_grads', 'bench',
-           'device_ceilings', 'roofline', 'tuning_ms', 'remembered', 'KernelOp', 'register_op', 'op_inputs', 'op_cost',
-           'op_runner', 'measure_op', 'load_results', 'results_header', 'results_table', 'profiler']
+           'device_ceilings', 'roofline', 'tuning_ms', 'remembered', 'compiling_seconds', 'KernelOp', 'register_op',
+           'op_inputs', 'op_cost', 'op_runner', 'measure_op', 'load_results', 'results_header', 'results_table',
+           'profiler']
 
 # %% ../../nbs/10_kernels.ipynb #76cf02ba
 import os, re, time, json, fcntl, statistics
@@ -232,6 +233,7 @@ def _chunks(n_rows: int, groups: int, block_m: int, device, per_sm: int = 4):
 
 # %% ../../nbs/10_kernels.ipynb #3ea392a2
 _TUNED = {}
+_COMPILING = {"seconds": 0.0, "hooked": False}    # see `compiling_seconds` below
 
 def tuning_ms(fn, quantiles=None, reps: int = 10):
     """Time `fn` for a tuner: CUDA events around each of `reps` launches after one warm-up; the median ms (or the `quantiles`,
@@ -273,7 +275,9 @@ def _launch(name, key, candidates, launch):
         def fastest():
             ms = [tuning_ms(lambda c=c: launch(**c)) for c in candidates]
             return candidates[ms.index(min(ms))]
+        t0, c0 = time.perf_counter(), _COMPILING["seconds"]
         _TUNED[k] = remembered(_tuned_file(), repr(k), candidates, fastest)
+        _COMPILING["seconds"] = c0 + time.perf_counter() - t0         # tuning counts as compiling (the compiles inside it once)
     return launch(**_TUNED[k])
 
 def _reduce_candidates():
@@ -285,6 +289,26 @@ def _tile_candidates(D: int):
     block_d = triton.next_power_of_2(D)
     ms = sorted({max(1, t // block_d) for t in (4096, 2048, 8192, 16384)}, key=lambda m: abs(m * block_d - 4096))
     return [{"BLOCK_M": m, "num_warps": w} for m in ms for w in (8, 4, 16)]
+
+# %% ../../nbs/10_kernels.ipynb #c10e0002
+def _compile_clock(rt):
+    "Wrap Triton's pre/post-compile hooks `rt` (knobs.runtime) so that each compilation's seconds add to `_COMPILING`."
+    before, after, started = rt.jit_cache_hook, rt.jit_post_compile_hook, []
+    def start(*a, **kw):
+        started[:] = [time.perf_counter()]
+        return before(*a, **kw) if before else None
+    def end(*a, **kw):
+        if started: _COMPILING["seconds"] += time.perf_counter() - started.pop()
+        return after(*a, **kw) if after else None
+    rt.jit_cache_hook, rt.jit_post_compile_hook = start, end
+
+def compiling_seconds() -> float:
+    "Seconds this process has spent compiling Triton kernels and tuning them (`_launch`), since the first call."
+    if not _COMPILING["hooked"]:
+        rt = getattr(getattr(triton, "knobs", None), "runtime", None)
+        if rt is not None and hasattr(rt, "jit_post_compile_hook"): _compile_clock(rt)
+        _COMPILING["hooked"] = True
+    return _COMPILING["seconds"]
 
 # %% ../../nbs/10_kernels.ipynb #e8dc70bc
 @_jit

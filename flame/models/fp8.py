@@ -138,6 +138,7 @@ def _fp8_tensors(model: nn.Module, ck: Checkpoint, dtype) -> tuple[dict, set]:
         parent, _, leaf = name.rpartition(".")
         old = model.get_submodule(name)
         setattr(model.get_submodule(parent), leaf, FP8Linear(old.in_features, old.out_features, old.bias is not None, device="meta", dtype=dtype))
+    dequantize_per_block(model)
     tensors = {}
     for k, lt in ck.ours.items():
         if k.endswith(".weight") and k[: -len(".weight")] in fp8: tensors[k], tensors[k[: -len(".weight")] + ".weight_scale"] = lt, ck.scales[k]
@@ -156,8 +157,7 @@ def load_fp8(path, cls, detect: Callable, config_from_shapes: Callable, *, dtype
     "`cls(config)` from an fp8 (plain or scaled) or a bf16 checkpoint: fp8 Linear weights as `FP8Linear`s, the rest in `dtype`."
     with file_fp8():
         ck = read_checkpoint(path, detect)
-        model = build_loaded(cls, config_from_shapes({k: v.shape for k, v in ck.ours.items()}), ck, dtype=dtype, device=device, source=str(path))
-    return dequantize_per_block(model)
+        return build_loaded(cls, config_from_shapes({k: v.shape for k, v in ck.ours.items()}), ck, dtype=dtype, device=device, source=str(path))
 
 # %% ../../nbs/34_fp8.ipynb #4d30c0da
 def write_fp8_copy(model: str, checkpoint, output) -> dict:

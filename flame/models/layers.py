@@ -6,7 +6,7 @@ Docs: https://flame-dev.github.io/flame/models.html.md"""
 
 # %% ../../nbs/30_models.ipynb #0b03246d
 from __future__ import annotations
-import json, math, re, struct
+import json, math, re, struct, time
 from pathlib import Path
 import hashlib, importlib
 from contextlib import contextmanager
@@ -22,15 +22,16 @@ from ..io import atomic_file, format_bytes, ST_DTYPE, ST_CODE
 from ..streaming import stream, unstream
 
 # %% auto #0
-__all__ = ['PREFIX', 'KEEP_FP8', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'timestep_embedding', 'MLPEmbedder', 'ModulationOut',
-           'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads', 'rope_attention', 'SelfAttention', 'LazyTensor',
-           'read_safetensors', 'ChunkedTensor', 'write_safetensors', 'Rename', 'Split', 'SwapHalves', 'Layout',
-           'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded', 'check_variant',
-           'variant_loader', 'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets', 'DiffusersVAE',
-           'ldm_vae_config', 'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers', 'encoder_blocks',
-           'weight_bytes', 'check_encoders', 'encoders_on', 'release', 'Schedule', 'no_dims', 'LoraNaming',
-           'kohya_file_name', 'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
-           'FinalLayer', 'check_shape', 'Family', 'family']
+__all__ = ['PREFIX', 'KEEP_FP8', 'BRING_UP_S_PER_GIB', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'timestep_embedding',
+           'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads',
+           'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors', 'ChunkedTensor', 'write_safetensors',
+           'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint',
+           'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id', 'Later',
+           'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config', 'clip_state', 'single_file_tensors',
+           'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'check_encoders', 'encoders_on',
+           'cpu_matmul_rate', 'encode_seconds_on_cpu', 'cpu_encodes_faster', 'release', 'Schedule', 'no_dims',
+           'LoraNaming', 'kohya_file_name', 'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model',
+           'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -642,6 +643,29 @@ def encoders_on(device, budget: int | None, *encoders, probe: Callable[[], objec
         for n in nets: n.to("cpu")
         for e in encoders: e.device = torch.device("cpu")
         if device.type == "cuda": torch.cuda.empty_cache()
+
+# %% ../../nbs/30_models.ipynb #enc0c0a2
+BRING_UP_S_PER_GIB = 0.42     # encoders to the GPU under a budget and back, per GiB of weights (bench/caption_device.py: 3.8 s for 9.1 GiB, H200 machine)
+_CPU_RATE = {}
+
+def cpu_matmul_rate(dtype=torch.float32) -> float:
+    "FLOP/s of this process's CPU threads on a 256×2048×2048 matmul in `dtype` (the best of three, measured once per dtype)."
+    if dtype not in _CPU_RATE:
+        a, b, best = torch.randn(256, 2048).to(dtype), torch.randn(2048, 2048).to(dtype), float("inf")
+        for _ in range(4):
+            t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+        _CPU_RATE[dtype] = 2 * 256 * 2048 * 2048 / best
+    return _CPU_RATE[dtype]
+
+def encode_seconds_on_cpu(text, captions: int) -> float:
+    "About how long `text` takes to encode `captions` captions on the CPU: 2 FLOPs a weight a token at its longest context."
+    nets = text.networks
+    flops = 2 * sum(p.numel() for n in nets for p in n.parameters()) * getattr(text, "context_len", 77)
+    return captions * flops / cpu_matmul_rate(next(nets[0].parameters()).dtype)
+
+def cpu_encodes_faster(text, captions: int) -> bool:
+    "Would `text` encode `captions` captions sooner on the CPU, where it is, than brought to a GPU and back?"
+    return encode_seconds_on_cpu(text, captions) < BRING_UP_S_PER_GIB * sum(map(weight_bytes, text.networks)) / 2**30
 
 # %% ../../nbs/30_models.ipynb #enc0b0d6
 def release(*encoders) -> int:
