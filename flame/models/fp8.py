@@ -13,7 +13,7 @@ import torch
 from torch import nn, Tensor
 from fastcore.basics import patch
 import torch.nn.functional as F
-from ..autograd import add_block_hooks
+from ..autograd import in_checkpoint
 from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weight_for
 from .layers import LazyTensor, Checkpoint, KEEP_FP8, build_loaded, read_checkpoint, _listing
 
@@ -33,11 +33,11 @@ class FP8Linear(nn.Linear):
         else: self.register_parameter("bias", None)
 
     def reset_parameters(self): pass   # the weight comes from a checkpoint or from `from_linear`
-    once = False                       # set while its checkpointed block runs (`dequantize_per_block`)
+    once = True                        # inside a checkpoint: the weight dequantized once per pass (`dequantize_per_block`)
 
     def forward(self, x: Tensor) -> Tensor:
         if torch.is_autocast_enabled(x.device.type): x = x.to(torch.get_autocast_dtype(x.device.type))   # as F.linear would
-        if not self.once: return fp8_linear(x, self.weight, self.weight_scale, self.bias)
+        if not (self.once and in_checkpoint()): return fp8_linear(x, self.weight, self.weight_scale, self.bias)
         w = fp8_weight_for(x, self.weight, self.weight_scale)    # F.linear saves it: the backward dequantizes nothing
         return F.linear(x.to(w.dtype), w, None if self.bias is None else self.bias.to(w.dtype)).to(x.dtype)
 
@@ -79,7 +79,7 @@ def to_fp8(model: nn.Module, skip=FLUX_SKIP, per_channel: bool = True) -> nn.Mod
     for name, m in chosen:
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent), leaf, FP8Linear.from_linear(m, per_channel))
-    return dequantize_per_block(model)
+    return model
 
 def fp8_layers(model: nn.Module) -> dict[str, FP8Linear]:
     "{module name: FP8Linear} of `model`."
@@ -95,25 +95,9 @@ def host_bytes(model: nn.Module, only=None) -> int:
     return sum(seen.values())
 
 # %% ../../nbs/34_fp8.ipynb #b34e0051
-def _fp8_in(block) -> list: return [m for m in block.modules() if isinstance(m, FP8Linear)]
-
-def _once(block):
-    "Before a block's checkpointed forward or recompute: its FP8Linears multiply by a dequantized copy that autograd keeps (if on)."
-    on = block.__dict__.get("_flame_fp8_once", False)
-    for m in _fp8_in(block): m.once = on
-
-def _each(block, *_):
-    "After any forward of the block: back to `fp8_linear`, which keeps only the fp8 weight."
-    for m in _fp8_in(block): m.once = False
-
 def dequantize_per_block(model: nn.Module, on: bool = True) -> nn.Module:
-    "Each of `model.stream_units()` holding FP8Linears dequantizes its weights once per checkpointed pass (`on=False`: once per matmul)."
-    for block in getattr(model, "stream_units", list)():
-        if not _fp8_in(block): continue
-        if "_flame_fp8_once" not in block.__dict__:
-            add_block_hooks(block, before_forward=_once, before_recompute=_once)
-            block.register_forward_hook(_each, always_call=True)
-        block.__dict__["_flame_fp8_once"] = on
+    "`model`'s FP8Linears dequantize once per checkpointed pass (the default), or with `on=False` once per matmul (for comparison)."
+    for m in fp8_layers(model).values(): m.once = on
     return model
 
 # %% ../../nbs/34_fp8.ipynb #b34e0031
@@ -138,7 +122,6 @@ def _fp8_tensors(model: nn.Module, ck: Checkpoint, dtype) -> tuple[dict, set]:
         parent, _, leaf = name.rpartition(".")
         old = model.get_submodule(name)
         setattr(model.get_submodule(parent), leaf, FP8Linear(old.in_features, old.out_features, old.bias is not None, device="meta", dtype=dtype))
-    dequantize_per_block(model)
     tensors = {}
     for k, lt in ck.ours.items():
         if k.endswith(".weight") and k[: -len(".weight")] in fp8: tensors[k], tensors[k[: -len(".weight")] + ".weight_scale"] = lt, ck.scales[k]
