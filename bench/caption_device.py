@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from real_layout import FULL, SMALL, CLIP_IDS, random_hf, _save_tokenizer
 from flux import parse
-from flame.models.layers import family, encoders_on, cpu_encodes_faster, encode_seconds_on_cpu, cpu_matmul_rate
+from flame.models.layers import family, encoders_on, cpu_encodes_faster, encode_seconds_on_cpu, cpu_matmul_rate, weight_bytes
 from flame.io import parse_size
 
 SMOKE = dict(size="tiny", budget="64MB", counts="1,4", cpu_reps=1)
@@ -47,7 +47,7 @@ def main(out, work, size="dev", budget="8GB", counts=(1, 8, 64, 256), cpu_reps=2
     text = family("flux-dev").text_encoder(field, device="cpu", dtype=torch.bfloat16)
     res = {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "date": time.strftime("%Y-%m-%d"),
            "torch": torch.__version__, "cpu_threads": torch.get_num_threads(), "size": size, "budget": budget,
-           "weights_bytes": sum(p.numel() * p.element_size() for n in text.networks for p in n.parameters())}
+           "weights_bytes": sum(map(weight_bytes, text.networks))}
     text.encode([CAPTION])                                                  # reads the files (first use) and warms up
     per = min(timed(lambda: text.encode([CAPTION]))[0] for _ in range(cpu_reps))
     four = timed(lambda: text.encode([CAPTION] * 4))[0] / 4
