@@ -202,3 +202,102 @@ def fake_hub_tokenizers(cache, field, repos):
         (top / "snapshots" / ("0" * 40) / "config.json").write_text('{"model_type": "clip"}')   # the real repos hold their model's config
         (top / "refs").mkdir(); (top / "refs" / "main").write_text("0" * 40)
     return Path(cache)
+
+
+# Several processes (73_distributed, 74_sharded). `launch` spawns its processes, which import their entry point by name:
+# the entries below live here, in a module they can import, each a `train` with something watched or injected.
+def tiny_flux(seed: int = 0):
+    "The demo's network shape (as in the training notebook), seeded."
+    import torch
+    from flame.models.flux import Flux, FluxConfig
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return Flux(FluxConfig.tiny(in_channels=48, out_channels=48))
+
+def tiny_sdxl(seed: int = 0):
+    "The tiny SDXL UNet behind its denoiser, seeded (VAE factor 2, as the tiny field's VAE)."
+    import torch
+    from flame.models.sdxl import SDXLUNet, SDXLConfig, SDXLDenoiser
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return SDXLDenoiser(SDXLUNet(SDXLConfig.tiny()), vae_factor=2)
+
+def rel(a, b) -> float:
+    "max |a − b| / max |a| over two lists of losses."
+    import torch
+    return (torch.tensor(a, dtype=torch.float64) - torch.tensor(b, dtype=torch.float64)).abs().max().item() / max(map(abs, a))
+
+def lora_rel(a, b) -> float:
+    "‖a − b‖ / ‖a‖ over all tensors of two LoRA files (or checkpoints' params)."
+    from safetensors.torch import load_file
+    a, b = load_file(a), load_file(b)
+    num = sum(((a[k].double() - b[k].double()) ** 2).sum() for k in a); den = sum((a[k].double() ** 2).sum() for k in a)
+    return (num / den).sqrt().item()
+
+def state_rel(a, b) -> float:
+    "The largest ‖a − b‖ / ‖a‖ over the weights and optimizer state of two checkpoints (which must hold the same tensors)."
+    from safetensors.torch import load_file
+    a, b = load_file(a), load_file(b)
+    assert {k: v.shape for k, v in a.items() if k != "history"} == {k: v.shape for k, v in b.items() if k != "history"}
+    return max(((a[k].double() - b[k].double()).norm() / a[k].double().norm().clamp_min(1e-30)).item() for k in a if k not in ("history", "steps"))
+
+def _watch(root):
+    "Every write, creation, rename or removal under `root` from here on, through Python's audit hooks."
+    import os, sys
+    seen = []
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, os.PathLike)):
+            mode, flags = args[1], args[2] or 0
+            if (mode is not None and any(c in mode for c in "wax+")) or (mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)):
+                if os.path.abspath(args[0]).startswith(root): seen.append(f"write {args[0]}")
+        elif event in ("os.rename", "os.replace", "os.remove", "os.unlink", "os.mkdir", "os.rmdir", "os.link", "shutil.rmtree", "os.truncate"):
+            if isinstance(args[0], (str, os.PathLike)) and os.path.abspath(args[0]).startswith(root): seen.append(f"{event} {args[0]} {args[1] if event in ('os.rename', 'os.replace') else ''}")
+    sys.addaudithook(hook)
+    return seen
+
+def audited(config, model, data):
+    "Train, and fail on a rank other than 0 that wrote anything beside the run's output; return the result and what was written."
+    import os
+    from flame.train import train
+    seen = _watch(os.path.dirname(os.path.abspath(config.output)))
+    result = train(config, model=model, data=data)
+    rank = int(os.environ["RANK"])
+    if rank and seen: raise AssertionError(f"rank {rank} wrote: {seen[:5]}")
+    return result, seen
+
+def one_short(config, model, data):
+    "Train, with rank 1's step alone not fitting beside its part of a sharded state (the processes must go on the next way together)."
+    import flame.train as ft
+    from flame.policy import NeedsLayerwise
+    plan = ft.plan_run_memory
+    def plan_run_memory(run, st, log=print):
+        if run.rank == 1 and ft._shards(st.opt) > 1 and not isinstance(st.opt, ft.HostOptimizer): raise NeedsLayerwise(1, 1, 2)
+        return plan(run, st, log)
+    ft.plan_run_memory = plan_run_memory
+    return ft.train(config, model=model, data=data)
+
+def failing(config, model, data):
+    "Train, with rank 1 raising at step 3."
+    import flame.train as ft
+    step_ = ft.train_step
+    def train_step(run, st, memory, step):
+        if run.rank == 1 and step == 3: raise RuntimeError(f"injected failure at step {step}")
+        return step_(run, st, memory, step)
+    ft.train_step = train_step
+    return ft.train(config, model=model, data=data)
+
+def watched(config, model, data):
+    "Train; and say, as each way of holding the state starts, whether the states before it are still alive, and the network's class."
+    import gc, weakref, flame.train as ft
+    made, alive, start = [], [], ft.start_state
+    def start_state(run, how=None):
+        gc.collect(); alive.append(([r() is not None for r in made], type(run.model.net).__name__))
+        st = start(run, how); made.append(weakref.ref(st.opt)); return st
+    ft.start_state = start_state
+    return ft.train(config, model=model, data=data), alive
+
+def small_chunks(config, model, data):
+    "Train, a sharded state reaching a checkpoint 1,000 elements at a time: many chunks a tensor."
+    import flame.fsdp, flame.train as ft
+    flame.fsdp.STATE_CHUNK = 1000
+    return ft.train(config, model=model, data=data)
