@@ -14,7 +14,7 @@ import torch
 from real_layout import FULL, SMALL, CLIP_IDS, random_hf, _save_tokenizer
 from flux import parse
 from flame.models.layers import family, encoders_on, cpu_encodes_faster, encode_seconds_on_cpu, cpu_matmul_rate, weight_bytes
-from flame.io import parse_size
+from flame.io import atomic_write, parse_size
 
 SMOKE = dict(size="tiny", budget="64MB", counts="1,4", cpu_reps=1)
 CAPTION = "a photograph of a red fox standing in fresh snow at the edge of a pine forest, morning light"
@@ -71,7 +71,7 @@ def main(out, work, size="dev", budget="8GB", counts=(1, 8, 64, 256), cpu_reps=2
         rows.append({"captions": n, "cpu_s": cpu_s, "gpu_s": gpu_s, "faster": None if gpu_s is None else ("cpu" if cpu_s < gpu_s else "gpu"),
                      "cpu_s_estimated": encode_seconds_on_cpu(text, n), "flame_picks": "cpu" if cpu_encodes_faster(text, n) else "gpu"})
     res["rows"], res["cpu_matmul_rate"] = rows, cpu_matmul_rate(torch.bfloat16)
-    Path(out).parent.mkdir(parents=True, exist_ok=True); Path(out).write_text(json.dumps(res, indent=1))
+    atomic_write(out, json.dumps(res, indent=1))
     print(f"\n{res['device']}, {res['date']}; encoders {res['weights_bytes'] / 2**30:.2f} GiB (bf16), budget {budget}")
     print(f"CPU matmul rate (bf16, 256x2048x2048): {res['cpu_matmul_rate'] / 1e12:.2f} TFLOP/s")
     print("| captions | CPU s | CPU s, FLAME's estimate | GPU s (bring up + encode + put back) | faster | FLAME picks |\n|---|---|---|---|---|---|")

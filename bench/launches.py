@@ -15,7 +15,10 @@ table, writes JSON.
 import argparse, collections, datetime, json, sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from flux import parse
+from flame.io import atomic_write
 
+SMOKE = {}                                             # (the run is small already)
 DEV_BLOCKS = {"double": 19, "single": 38}              # Flux-dev's
 
 
@@ -35,8 +38,8 @@ def count_launches():
         cls.run = run
     return counts, counting
 
-def step_launches(double: int, single: int, base: str, device, counts, counting) -> collections.Counter:
-    "Launches of one LoRA training step of a small Flux of `double` + `single` blocks."
+def step_launches(double: int, single: int, base: str, device, counts, counting, warmup: int = 1) -> collections.Counter:
+    "Launches of one LoRA training step of a small Flux of `double` + `single` blocks, after `warmup` steps."
     import torch
     from flame.models.flux import Flux, FluxConfig
     from flame.models.fp8 import to_fp8, FLUX_SKIP
@@ -51,16 +54,16 @@ def step_launches(double: int, single: int, base: str, device, counts, counting)
     ids = lambda n: torch.zeros(1, n, 3, device=device, dtype=dtype)
     x = (r(1, 64, c.in_channels), ids(64), r(1, 8, c.context_in_dim), ids(8), torch.full((1,), .5, device=device, dtype=dtype),
          r(1, c.vec_in_dim), torch.full((1,), 3.5, device=device, dtype=dtype))
-    m(*x).float().square().mean().backward()          # warm: compiles, and `_launch`'s tuning, are not counted
+    for _ in range(warmup): m(*x).float().square().mean().backward()   # compiles, and `_launch`'s tuning, are not counted
     counts.clear(); counting[0] = True
     m(*x).float().square().mean().backward()
     counting[0] = False
     return collections.Counter(counts)
 
-def measure(base: str, device) -> dict:
+def measure(base: str, device, warmup: int = 1) -> dict:
     "Per kind of block and outside them, and Flux-dev's step: launches by kernel."
     counts, counting = count_launches()
-    run = {k: step_launches(*k, base, device, counts, counting) for k in ((1, 1), (2, 1), (1, 2))}
+    run = {k: step_launches(*k, base, device, counts, counting, warmup) for k in ((1, 1), (2, 1), (1, 2))}
     less = lambda a, b: (a := collections.Counter(a), a.subtract(b), a)[-1]      # (keeps what falls below 0: see `rest`)
     per = {"double": less(run[2, 1], run[1, 1]), "single": less(run[1, 2], run[1, 1])}
     per["rest"] = less(less(run[1, 1], per["double"]), per["single"])   # (below 0 where the first block launches less: its input
@@ -79,23 +82,17 @@ def table(res) -> str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="the JSON file (default bench/results/launches.json; required with --smoke)")
     ap.add_argument("--device", default="cuda", help="cuda (default), or cpu with TRITON_INTERPRET=1")
-    ap.add_argument("--smoke", action="store_true", help="the same run (it is small); --out required")
-    a = ap.parse_args()
-    if a.smoke and not a.out: ap.error("--smoke needs --out (smoke results never go to bench/results/)")
+    a = parse(ap, SMOKE, "bench/results/launches.json", warmup=1)          # (--reps: unused, one step is counted)
     import torch, triton
     from flame.kernels.core import interpreting
     device = torch.device(a.device)
     if device.type == "cuda" and not torch.cuda.is_available(): ap.exit(2, "bench/launches.py: no CUDA GPU (on the CPU: TRITON_INTERPRET=1 ... --device cpu)\n")
     if device.type == "cpu" and not interpreting(): ap.exit(2, "bench/launches.py: --device cpu counts nothing without TRITON_INTERPRET=1\n")
     res = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "CPU, Triton interpreter", "date": datetime.date.today().isoformat(),
-           "torch": torch.__version__, "triton": triton.__version__, "bases": {b: measure(b, device) for b in ("bf16", "fp8")}}
+           "torch": torch.__version__, "triton": triton.__version__, "bases": {b: measure(b, device, a.warmup) for b in ("bf16", "fp8")}}
     print(table(res))
-    out = Path(a.out or Path(__file__).parent / "results" / "launches.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1))
-    print(f"wrote {out}")
+    print(f"wrote {atomic_write(a.out, json.dumps(res, indent=1))}")
 
 if __name__ == "__main__":
     main()
