@@ -6,7 +6,8 @@ streamed vs the copy floor, predicted (plan) vs measured. Prints a table, writes
 With --base-dtype fp8 (issue 17) the resident bf16 step is measured first, then the model's linear weights become
 e4m3fn (flame.models.fp8.to_fp8, Flux's skip list) and the same rows follow on the fp8 base; each row then also
 gives its ratio to the resident *bf16* step and the host RSS after it. The resident fp8 step is also timed dequantizing per
-matmul (flame.models.fp8.dequantize_per_block(m, False)), against the default of once per checkpointed pass.
+layer once per pass and per matmul (flame.models.fp8.dequantize_weights(m, "layer" | "matmul")), against the default of
+a block's weights in one launch per checkpointed pass; the first budget's row is also timed per layer.
 
     python3 bench/streaming.py --out bench/results/streaming.json
     python3 bench/streaming.py --base-dtype fp8 --budgets 8GB,4GB --out bench/results/streaming_fp8.json
@@ -101,7 +102,7 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     print(f"resident: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
     t_bf16, res["base_dtype"] = t_res, base_dtype
     if base_dtype == "fp8":     # the bf16 rows above stay as the reference; every row below runs on the fp8 base
-        from flame.models.fp8 import to_fp8, host_bytes, dequantize_per_block, FLUX_SKIP
+        from flame.models.fp8 import to_fp8, host_bytes, dequantize_weights, FLUX_SKIP
         res["resident_bf16"] = res.pop("resident")
         to_fp8(m, FLUX_SKIP); torch.cuda.empty_cache()
         res["weights_bytes"] = host_bytes(m)
@@ -110,11 +111,12 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
         res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss(),
                            "ratio_to_resident_bf16": t_res / t_bf16}
         print(f"resident fp8: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
-        dequantize_per_block(m, False)                   # the same step dequantizing per matmul (three passes), for comparison
-        t_each, peak_each = timed(lambda: step(m, x), warmup, reps)
-        dequantize_per_block(m, True)
-        res["resident_per_matmul"] = {"step_ms": t_each * 1e3, "peak_bytes": peak_each, "ratio_to_resident_bf16": t_each / t_bf16}
-        print(f"resident fp8, dequantized per matmul: step {t_each * 1e3:.0f} ms, peak {format_bytes(peak_each)}  [{time.time() - t0:.0f}s]", flush=True)
+        for how in ("layer", "matmul"):                  # the same step dequantizing each layer once per pass, or per matmul
+            dequantize_weights(m, how)
+            t_how, peak_how = timed(lambda: step(m, x), warmup, reps)
+            res[f"resident_per_{how}"] = {"step_ms": t_how * 1e3, "peak_bytes": peak_how, "ratio_to_resident_bf16": t_how / t_bf16}
+            print(f"resident fp8, dequantized per {how}: step {t_how * 1e3:.0f} ms, peak {format_bytes(peak_how)}  [{time.time() - t0:.0f}s]", flush=True)
+        dequantize_weights(m, "block")
     blocks_to_host(m)                                        # stream() packs them into one pinned pool and frees them
     res["budgets"] = []
     measured = plan(m, "auto", x, device="cuda", step=step)    # the probe's measurements; each budget then picks a plan
@@ -136,6 +138,11 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
                "predicted_ms": p.predicted * 1e3, "measured_ms": t * 1e3, "peak_bytes": peak, "moved_bytes": moved,
                "floor_ms": floor * 1e3, "ratio_to_floor": t / floor, "ratio_to_resident": t / t_res,
                "ratio_to_resident_bf16": t / t_bf16, "rss_bytes": rss()}
+        if name == budgets[0] and base_dtype == "fp8":     # the same budget dequantizing each layer on its own, for comparison
+            dequantize_weights(m, "layer")
+            t_layer, _ = timed(lambda: step(m, x), warmup, reps)
+            dequantize_weights(m, "block")
+            row["measured_ms_per_layer"] = t_layer * 1e3
         if name == budgets[0]:
             with record(m) as rec: step(m, x); torch.cuda.synchronize()
             res["trace_8GB"] = rec.result.to_dict()
@@ -165,12 +172,14 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     if "resident_bf16" in res:
         print(f"{'resident, bf16 base':<22}{t_bf16 * 1e3:>9.0f}{'':>9}{'':>9}{1:>8.2f}{format_bytes(res['resident_bf16']['peak_bytes']):>12}"
               f"{'':>13}{format_bytes(res['resident_bf16']['rss_bytes']):>12}")
-    if "resident_per_matmul" in res:
-        r = res["resident_per_matmul"]
-        print(f"{'resident, per matmul':<22}{r['step_ms']:>9.0f}{'':>9}{'':>9}{r['ratio_to_resident_bf16']:>8.2f}{format_bytes(r['peak_bytes']):>12}")
+    for how in ("matmul", "layer"):
+        if (r := res.get(f"resident_per_{how}")) is not None:
+            print(f"{'resident, per ' + how:<22}{r['step_ms']:>9.0f}{'':>9}{'':>9}{r['ratio_to_resident_bf16']:>8.2f}{format_bytes(r['peak_bytes']):>12}")
     print(f"{'resident':<22}{t_res * 1e3:>9.0f}{'':>9}{'':>9}{t_res / t_bf16:>8.2f}{format_bytes(peak_res):>12}{'':>13}"
           f"{format_bytes(res['resident']['rss_bytes']):>12}")
     for r in res["budgets"]:
+        if "measured_ms_per_layer" in r:
+            print(f"{'budget ' + r['budget'] + ', per layer':<22}{r['measured_ms_per_layer']:>9.0f}{'':>9}{'':>9}{r['measured_ms_per_layer'] / (t_bf16 * 1e3):>8.2f}")
         print(f"{'budget ' + r['budget']:<22}{r['measured_ms']:>9.0f}{r['predicted_ms']:>9.0f}{r['floor_ms']:>9.0f}{r['ratio_to_resident_bf16']:>8.2f}"
               f"{format_bytes(r['peak_bytes']):>12}{format_bytes(r['moved_bytes']):>13}{format_bytes(r['rss_bytes']):>12}")
     f = res["forward_streamed"]

@@ -6,8 +6,8 @@ Docs: https://flame-dev.github.io/flame/kernels.html.md"""
 
 # %% auto #0
 __all__ = ['attention', 'layer_norm_modulated', 'rms_norm', 'apply_rope', 'rope_freqs', 'adamw_', 'group_norm', 'adamw8bit_',
-           'adamw8bit_state', 'fp8_linear', 'quantize_fp8', 'dequantize_fp8', 'fp8_weight_for', 'backend',
-           'check_tensor']
+           'adamw8bit_state', 'fp8_linear', 'quantize_fp8', 'dequantize_fp8', 'fp8_weight_for', 'fp8_weights_for',
+           'backend', 'check_tensor']
 
 # %% ../../nbs/19_kernels.ipynb #96908604
 from .core import backend, check_tensor
@@ -18,7 +18,7 @@ from .rope import apply_rope, rope_freqs
 from .adamw import adamw_
 from .group_norm import group_norm
 from .adamw8bit import adamw8bit_, adamw8bit_state
-from .fp8_matmul import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weight_for
+from .fp8_matmul import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weight_for, fp8_weights_for
 _all_ = ["attention", "layer_norm_modulated", "rms_norm", "apply_rope", "rope_freqs", "adamw_", "group_norm",
         "adamw8bit_", "adamw8bit_state", "fp8_linear", "quantize_fp8", "dequantize_fp8", "fp8_weight_for",
-        "backend", "check_tensor"]
+        "fp8_weights_for", "backend", "check_tensor"]

@@ -7,9 +7,10 @@ Docs: https://flame-dev.github.io/flame/fp8_matmul.html.md"""
 
 # %% auto #0
 __all__ = ['FP8', 'FP8_MAX', 'quantize_fp8', 'dequantize_fp8', 'fp8_linear_reference', 'FP8Matmul', 'fp8_linear',
-           'fp8_weight_for']
+           'fp8_weights_for', 'fp8_weight_for']
 
 # %% ../../nbs/18_fp8_matmul.ipynb #a18e0005
+import itertools
 import torch
 import torch.nn.functional as F
 from .core import triton, tl, _jit, _up, new_buffer, use_triton, check_tensor, register_op, interpreting, _launch
@@ -76,23 +77,35 @@ def _fp8_mm_kernel(A, W, S, BIAS, C, M, N, K, sam, sak, swk, swn, ss, scm, scn,
 
 # %% ../../nbs/18_fp8_matmul.ipynb #a18e0041
 @_jit
-def _dequant_kernel(W, S, OUT, total, K, ss, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < total
-    w = tl.load(W + offs, mask=mask, other=0.).to(tl.float32)
-    s = tl.load(S + (offs // K) * ss, mask=mask, other=0.)
-    tl.store(OUT + offs, (w * s).to(OUT.dtype.element_ty), mask=mask)
+def _dequant_kernel(W, S, N, K, SS, START, OFF, OUT, G: tl.constexpr, BLOCK: tl.constexpr):
+    "Weights W[i] (N[i] elements, rows of K[i]) times scales S[i] (stride SS[i]) into OUT[OFF[i]:]; programs START[i]… do weight i."
+    pid = tl.program_id(0)
+    for i in tl.static_range(G):
+        if (pid >= START[i]) & (pid < START[i + 1]):
+            offs = (pid - START[i]).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < N[i]
+            w = tl.load(W[i] + offs, mask=mask, other=0.).to(tl.float32)
+            s = tl.load(S[i] + (offs // K[i]) * SS[i], mask=mask, other=0.)
+            tl.store(OUT + OFF[i] + offs, (w * s).to(OUT.dtype.element_ty), mask=mask)
+
+def _dequant_all(pairs, dtype) -> list:
+    "[`dequantize_fp8(w, s, dtype)` for (w, s) in `pairs`], bit for bit: views of one buffer, one Triton launch where Triton runs."
+    ws, ss = [w.contiguous() for w, _ in pairs], [s.reshape(-1) for _, s in pairs]
+    if not ws or not use_triton(*ws, *ss): return [dequantize_fp8(w, s, dtype) for w, s in zip(ws, ss)]
+    BLOCK = 256 if interpreting() else 4096
+    sizes = [w.numel() for w in ws]
+    offs = list(itertools.accumulate((-(-n // 64) * 64 for n in sizes[:-1]), initial=0))   # each view 128-byte aligned in the buffer
+    start = list(itertools.accumulate((triton.cdiv(n, BLOCK) for n in sizes), initial=0))
+    out = torch.empty(offs[-1] + sizes[-1], dtype=dtype, device=ws[0].device)
+    if start[-1]:
+        _dequant_kernel[(start[-1],)](tuple(ws), tuple(ss), tuple(sizes), tuple(w.shape[1] for w in ws),
+                                      tuple(0 if s.numel() == 1 else 1 for s in ss), tuple(start), tuple(offs), out,
+                                      G=len(ws), BLOCK=BLOCK, num_warps=8)
+    return [out[o:o + n].view(w.shape) for o, n, w in zip(offs, sizes, ws)]
 
 def _dequant(weight, scale, dtype):
     "`dequantize_fp8(weight, scale, dtype)`, bit for bit, in one Triton pass where Triton runs."
-    s = scale.reshape(-1)
-    if not use_triton(weight, s): return dequantize_fp8(weight, s, dtype)
-    w = weight.contiguous()
-    out = torch.empty(w.shape, dtype=dtype, device=w.device)
-    BLOCK = 256 if interpreting() else 4096
-    _dequant_kernel[(triton.cdiv(w.numel(), BLOCK),)](w, s, out, w.numel(), w.shape[1], 0 if s.numel() == 1 else 1,
-                                                      BLOCK=BLOCK, num_warps=8)
-    return out
+    return _dequant_all([(weight, scale)], dtype)[0]
 
 # %% ../../nbs/18_fp8_matmul.ipynb #a18e0013
 _CUBLAS = dict(cublas=True)     # the candidate "dequantize the weight, then cuBLAS"
@@ -170,10 +183,15 @@ def fp8_linear(x, weight, scale, bias=None):
     return fp8_linear_reference(x, weight, scale, bias)
 
 # %% ../../nbs/18_fp8_matmul.ipynb #a18e0051
+def fp8_weights_for(x, pairs) -> list:
+    "[`fp8_weight_for(x, w, s)` for (w, s) in `pairs`]: in one Triton launch, views of one buffer, where Triton runs."
+    if x.dtype in (torch.float32, torch.bfloat16, torch.float16) and use_triton(x, *[t for p in pairs for t in p]):
+        return _dequant_all(pairs, x.dtype)
+    return [dequantize_fp8(w, s, _up(x).dtype) for w, s in pairs]
+
 def fp8_weight_for(x, weight, scale):
     "What `fp8_linear(x, weight, scale)` multiplies `x` by: `weight · scale` in x's dtype where Triton runs, else as the reference (fp32, fp64 for fp64 `x`)."
-    if x.dtype in (torch.float32, torch.bfloat16, torch.float16) and use_triton(x, weight, scale): return _dequant(weight, scale, x.dtype)
-    return dequantize_fp8(weight, scale, _up(x).dtype)
+    return fp8_weights_for(x, [(weight, scale)])[0]
 
 # %% ../../nbs/18_fp8_matmul.ipynb #a18e0029
 def _fp8_bench_inputs(shape, dtype, device):

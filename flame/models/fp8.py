@@ -13,13 +13,14 @@ import torch
 from torch import nn, Tensor
 from fastcore.basics import patch
 import torch.nn.functional as F
-from ..autograd import in_checkpoint
-from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weight_for
+import weakref
+from ..autograd import in_checkpoint, checkpoint_pass
+from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weights_for
 from .layers import LazyTensor, Checkpoint, KEEP_FP8, build_loaded, read_checkpoint, _listing
 
 # %% auto #0
-__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers', 'host_bytes',
-           'dequantize_per_block', 'file_fp8', 'load_fp8', 'write_fp8_copy']
+__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'DEQUANTIZE', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers',
+           'host_bytes', 'dequantize_weights', 'file_fp8', 'load_fp8', 'write_fp8_copy']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
 class FP8Linear(nn.Linear):
@@ -33,12 +34,12 @@ class FP8Linear(nn.Linear):
         else: self.register_parameter("bias", None)
 
     def reset_parameters(self): pass   # the weight comes from a checkpoint or from `from_linear`
-    once = True                        # inside a checkpoint: the weight dequantized once per pass (`dequantize_per_block`)
+    dequantize = "block"               # inside a checkpoint: with the block's others, once per pass (`dequantize_weights`)
 
     def forward(self, x: Tensor) -> Tensor:
         if torch.is_autocast_enabled(x.device.type): x = x.to(torch.get_autocast_dtype(x.device.type))   # as F.linear would
-        if not (self.once and in_checkpoint()): return fp8_linear(x, self.weight, self.weight_scale, self.bias)
-        w = fp8_weight_for(x, self.weight, self.weight_scale)    # F.linear saves it: the backward dequantizes nothing
+        if self.dequantize == "matmul" or not in_checkpoint(): return fp8_linear(x, self.weight, self.weight_scale, self.bias)
+        w = _pass_weight(self, x)                                # F.linear saves it: the backward dequantizes nothing
         return F.linear(x.to(w.dtype), w, None if self.bias is None else self.bias.to(w.dtype)).to(x.dtype)
 
     def extra_repr(self) -> str:
@@ -95,10 +96,26 @@ def host_bytes(model: nn.Module, only=None) -> int:
     return sum(seen.values())
 
 # %% ../../nbs/34_fp8.ipynb #b34e0051
-def dequantize_per_block(model: nn.Module, on: bool = True) -> nn.Module:
-    "`model`'s FP8Linears dequantize once per checkpointed pass (the default), or with `on=False` once per matmul (for comparison)."
-    for m in fp8_layers(model).values(): m.once = on
+DEQUANTIZE = ("block", "layer", "matmul")
+
+def dequantize_weights(model: nn.Module, how: str = "block") -> nn.Module:
+    "Inside a checkpoint, `model`'s FP8Linears dequantize with their block's in one launch per pass ('block'), each once per pass ('layer'), or per matmul ('matmul')."
+    if how not in DEQUANTIZE: raise ValueError(f"how: expected one of {DEQUANTIZE}, got {how!r}")
+    for m in fp8_layers(model).values(): m.dequantize = how
     return model
+
+_GROUPS = weakref.WeakKeyDictionary()    # checkpointed module -> {FP8Linear: None}: its fp8 layers that asked in its runs, in order
+
+def _pass_weight(layer: FP8Linear, x: Tensor) -> Tensor:
+    "`layer`'s weight for this checkpointed run: the first of its block's group to ask dequantizes the whole group in one launch."
+    run = checkpoint_pass()
+    have = run.scratch.setdefault((FP8Linear, x.dtype), {})
+    if layer not in have:
+        if layer.dequantize == "block" and run.module is not None: (group := _GROUPS.setdefault(run.module, {}))[layer] = None
+        else: group = {layer: None}
+        todo = [m for m in group if m not in have and m.weight.device == layer.weight.device]
+        have.update(zip(todo, fp8_weights_for(x, [(m.weight, m.weight_scale) for m in todo])))
+    return have[layer]
 
 # %% ../../nbs/34_fp8.ipynb #b34e0031
 SD3_SKIP = ("t_embedder.*", "y_embedder.*", "context_embedder", "final_layer.*", "*.adaLN_modulation.*")
