@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ..autograd import checkpoint
 from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, read_checkpoint, variant_loader, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
                                  Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
-                                 rope_attention, split_heads, timestep_embedding,
+                                 attend, stacked_heads, timestep_embedding,
                                  write_safetensors, text_parts, LaterNets, _fingerprint, CLIP_TARGETS, kohya_file_name, TextLoraSet, release_net)
 from .layers import check_shape as _check
 from .layers import _listing
@@ -100,10 +100,10 @@ class DoubleStreamBlock(nn.Module):
 
     def forward(self, img: Tensor, txt: Tensor, vec: Tensor, pe: Tensor) -> tuple[Tensor, Tensor]:
         (img1, img2), (txt1, txt2) = self.img_mod(vec), self.txt_mod(vec)
-        iq, ik, iv = self.img_attn.heads(img1.modulate(img))
-        tq, tk, tv = self.txt_attn.heads(txt1.modulate(txt))
-        attn = rope_attention(torch.cat((tq, iq), 2), torch.cat((tk, ik), 2), torch.cat((tv, iv), 2), pe)
-        n = txt.shape[1]
+        n = txt.shape[1]                                           # the joint sequence: text tokens, then image tokens
+        iqk, iv = self.img_attn.heads(img1.modulate(img), pe[:, :, n:])
+        tqk, tv = self.txt_attn.heads(txt1.modulate(txt), pe[:, :, :n])
+        attn = attend(torch.cat((tqk, iqk), 3), torch.cat((tv, iv), 2))
         img = _residual(img, attn[:, n:], self.img_attn.proj, self.img_mlp, img1, img2)
         txt = _residual(txt, attn[:, :n], self.txt_attn.proj, self.txt_mlp, txt1, txt2)
         return img, txt
@@ -123,9 +123,8 @@ class SingleStreamBlock(nn.Module):
     def forward(self, x: Tensor, vec: Tensor, pe: Tensor) -> Tensor:
         mod, = self.modulation(vec)
         qkv, mlp = self.linear1(mod.modulate(x)).split([3 * self.hidden_size, self.mlp_hidden], dim=-1)
-        q, k, v = split_heads(qkv, self.num_heads)
-        q, k = self.norm(q, k, v)
-        out = self.linear2(torch.cat((rope_attention(q, k, v, pe), F.gelu(mlp, approximate="tanh")), 2))
+        heads = stacked_heads(qkv, self.num_heads)
+        out = self.linear2(torch.cat((attend(self.norm(heads[:2], pe), heads[2]), F.gelu(mlp, approximate="tanh")), 2))
         return x + mod.gate * out
 
 # %% ../../nbs/31_flux.ipynb #f777aebb

@@ -17,15 +17,15 @@ from fastcore.basics import patch
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from ..kernels import check_tensor, layer_norm_modulated, rms_norm, apply_rope, rope_freqs, attention
+from ..kernels import check_tensor, layer_norm_modulated, rms_norm, rope_freqs, qk_norm_rope, attention
 from ..io import atomic_file, format_bytes, ST_DTYPE, ST_CODE
 from ..streaming import stream, unstream
 
 # %% auto #0
 __all__ = ['PREFIX', 'KEEP_FP8', 'BRING_UP_S_PER_GIB', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'timestep_embedding',
-           'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'split_heads',
-           'rope_attention', 'SelfAttention', 'LazyTensor', 'read_safetensors', 'ChunkedTensor', 'write_safetensors',
-           'Rename', 'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint',
+           'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'stacked_heads', 'split_heads',
+           'attend', 'SelfAttention', 'LazyTensor', 'read_safetensors', 'ChunkedTensor', 'write_safetensors', 'Rename',
+           'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint',
            'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id', 'Later',
            'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config', 'clip_state', 'single_file_tensors',
            'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'check_encoders', 'encoders_on',
@@ -81,12 +81,13 @@ class RMSNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor: return rms_norm(x, self.scale, eps=1e-6)
 
 class QKNorm(nn.Module):
-    "Separate RMSNorms for queries and keys."
+    "Separate RMSNorms for queries and keys, applied with the RoPE that follows them (one kernel)."
     def __init__(self, dim: int):
         super().__init__()
         self.query_norm, self.key_norm = RMSNorm(dim), RMSNorm(dim)
-    def forward(self, q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        return self.query_norm(q).to(v), self.key_norm(k).to(v)
+    def forward(self, qk: Tensor, pe: Tensor) -> Tensor:
+        "q = qk[0] and k = qk[1] (2, B, H, L, D) normalised, then rotated by `pe` (`EmbedND`'s, for these L tokens)."
+        return qk_norm_rope(qk, self.query_norm.scale, self.key_norm.scale, pe)
 
 # %% ../../nbs/30_models.ipynb #f304e9ae
 class EmbedND(nn.Module):
@@ -98,16 +99,19 @@ class EmbedND(nn.Module):
     def forward(self, ids: Tensor) -> Tensor: return rope_freqs(ids, self.dim, self.theta, self.axes_dim)
 
 # %% ../../nbs/30_models.ipynb #35b6a53d
-def split_heads(qkv: Tensor, num_heads: int) -> tuple[Tensor, Tensor, Tensor]:
-    "(B, L, 3·H·D) → q, k, v as (B, H, L, D) views."
+def stacked_heads(qkv: Tensor, num_heads: int) -> Tensor:
+    "(B, L, 3·H·D) → q, k, v stacked as a (3, B, H, L, D) view."
     B, L, C = qkv.shape
     if C % (3 * num_heads): raise ValueError(f"qkv: last dim {C} is not divisible by 3·num_heads = {3 * num_heads}")
-    return qkv.view(B, L, 3, num_heads, C // (3 * num_heads)).permute(2, 0, 3, 1, 4).unbind(0)
+    return qkv.view(B, L, 3, num_heads, C // (3 * num_heads)).permute(2, 0, 3, 1, 4)
 
-def rope_attention(q: Tensor, k: Tensor, v: Tensor, pe: Tensor) -> Tensor:
-    "Rotate `q`, `k` (B, H, L, D) by `pe`, attend, and merge heads: (B, L, H·D)."
-    x = attention(apply_rope(q, pe), apply_rope(k, pe), v)
-    return x.transpose(1, 2).flatten(2)
+def split_heads(qkv: Tensor, num_heads: int) -> tuple[Tensor, Tensor, Tensor]:
+    "(B, L, 3·H·D) → q, k, v as (B, H, L, D) views."
+    return stacked_heads(qkv, num_heads).unbind(0)
+
+def attend(qk: Tensor, v: Tensor) -> Tensor:
+    "Attention of q = qk[0] and k = qk[1] (B, H, L, D) over `v`, heads merged: (B, L, H·D)."
+    return attention(qk[0], qk[1], v).transpose(1, 2).flatten(2)
 
 class SelfAttention(nn.Module):
     "Fused qkv projection, QK RMSNorm, RoPE attention, output projection."
@@ -118,11 +122,11 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
         self.norm = QKNorm(dim // num_heads)
         self.proj = nn.Linear(dim, dim)
-    def heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        "Normalised q, k and v (B, H, L, D) of `x` (B, L, dim)."
-        q, k, v = split_heads(self.qkv(x), self.num_heads)
-        return (*self.norm(q, k, v), v)
-    def forward(self, x: Tensor, pe: Tensor) -> Tensor: return self.proj(rope_attention(*self.heads(x), pe))
+    def heads(self, x: Tensor, pe: Tensor) -> tuple[Tensor, Tensor]:
+        "q and k of `x` (B, L, dim), normalised and rotated by `pe`, stacked (2, B, H, L, D); and v (B, H, L, D)."
+        qkv = stacked_heads(self.qkv(x), self.num_heads)
+        return self.norm(qkv[:2], pe), qkv[2]
+    def forward(self, x: Tensor, pe: Tensor) -> Tensor: return self.proj(attend(*self.heads(x, pe)))
 
 # %% ../../nbs/30_models.ipynb #63ca6481
 class LazyTensor(NamedTuple):
