@@ -145,7 +145,7 @@ def qk_norm_rope(qk, q_weight, k_weight, freqs, eps: float = 1e-6):
         check_tensor(name, w, shape=(D,), device=qk.device)
         if w.dtype not in (qk.dtype, torch.float32): raise ValueError(f"{name}: expected dtype {qk.dtype} or torch.float32, got {w.dtype}")
     check_freqs(freqs, B, L, D, qk.device)
-    if not freqs.requires_grad and D // 2 <= MAX_WIDTH and use_triton(qk, q_weight, k_weight, freqs):
+    if qk.numel() and not freqs.requires_grad and D // 2 <= MAX_WIDTH and use_triton(qk, q_weight, k_weight, freqs):
         return QKNormRope.apply(qk if qk.stride(-1) == 1 else qk.contiguous(), q_weight, k_weight, freqs, eps)
     return qk_norm_rope_reference(qk, q_weight, k_weight, freqs, eps)
 

@@ -39,7 +39,7 @@ def _flux_ids(B, L, n_txt=512):
 # %% ../../nbs/14_rope.ipynb #c07627c5
 def apply_rope_reference(x, freqs):
     "BFL's `apply_rope` for one tensor: rotate interleaved pairs of x (B, H, L, D) by freqs, in fp32."
-    x_ = _up(x).reshape(*x.shape[:-1], -1, 1, 2)
+    x_ = _up(x).reshape(*x.shape[:-1], x.shape[-1] // 2, 1, 2)
     out = freqs[..., 0] * x_[..., 0] + freqs[..., 1] * x_[..., 1]
     return out.reshape(*x.shape).type_as(x)
 
