@@ -54,7 +54,7 @@ def forward(m, x):
     with torch.no_grad(): m(*x)
 
 def timed(fn, warmup=2, reps=5):
-    "Median seconds of fn() over `reps` after `warmup`, CUDA events; and the peak allocated bytes."
+    "Median seconds of fn() over `reps` after `warmup`, CUDA events; the peak allocated bytes; each rep's milliseconds."
     for _ in range(warmup): fn()
     torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
     ts = []
@@ -62,7 +62,7 @@ def timed(fn, warmup=2, reps=5):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record(); fn(); b.record(); torch.cuda.synchronize()
         ts.append(a.elapsed_time(b) / 1e3)
-    return sorted(ts)[len(ts) // 2], torch.cuda.max_memory_allocated()
+    return sorted(ts)[len(ts) // 2], torch.cuda.max_memory_allocated(), [t * 1e3 for t in ts]
 
 def series(tl, n=1500):
     "Downsampled (t, bytes per category) of a MemoryTimeline."
@@ -96,9 +96,9 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     t0 = time.time()
     m = build(dev, size); x = inputs(dev, m.config, tokens, txt)
     res["weights_bytes"] = sum(p.numel() * 2 for p in m.parameters())
-    t_res, peak_res = timed(lambda: step(m, x), warmup, reps)
-    t_fwd_res, _ = timed(lambda: forward(m, x), warmup, reps)
-    res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss()}
+    t_res, peak_res, steps = timed(lambda: step(m, x), warmup, reps)
+    t_fwd_res, _, _ = timed(lambda: forward(m, x), warmup, reps)
+    res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss(), "steps_ms": steps}
     print(f"resident: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
     t_bf16, res["base_dtype"] = t_res, base_dtype
     if base_dtype == "fp8":     # the bf16 rows above stay as the reference; every row below runs on the fp8 base
@@ -106,15 +106,15 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
         res["resident_bf16"] = res.pop("resident")
         to_fp8(m, FLUX_SKIP); torch.cuda.empty_cache()
         res["weights_bytes"] = host_bytes(m)
-        t_res, peak_res = timed(lambda: step(m, x), warmup, reps)
-        t_fwd_res, _ = timed(lambda: forward(m, x), warmup, reps)
+        t_res, peak_res, steps = timed(lambda: step(m, x), warmup, reps)
+        t_fwd_res, _, _ = timed(lambda: forward(m, x), warmup, reps)
         res["resident"] = {"step_ms": t_res * 1e3, "peak_bytes": peak_res, "forward_ms": t_fwd_res * 1e3, "rss_bytes": rss(),
-                           "ratio_to_resident_bf16": t_res / t_bf16}
+                           "ratio_to_resident_bf16": t_res / t_bf16, "steps_ms": steps}
         print(f"resident fp8: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
         for how in ("layer", "matmul"):                  # the same step dequantizing each layer once per pass, or per matmul
             dequantize_weights(m, how)
-            t_how, peak_how = timed(lambda: step(m, x), warmup, reps)
-            res[f"resident_per_{how}"] = {"step_ms": t_how * 1e3, "peak_bytes": peak_how, "ratio_to_resident_bf16": t_how / t_bf16}
+            t_how, peak_how, steps = timed(lambda: step(m, x), warmup, reps)
+            res[f"resident_per_{how}"] = {"step_ms": t_how * 1e3, "peak_bytes": peak_how, "ratio_to_resident_bf16": t_how / t_bf16, "steps_ms": steps}
             print(f"resident fp8, dequantized per {how}: step {t_how * 1e3:.0f} ms, peak {format_bytes(peak_how)}  [{time.time() - t0:.0f}s]", flush=True)
         dequantize_weights(m, "block")
     blocks_to_host(m)                                        # stream() packs them into one pinned pool and frees them
@@ -131,18 +131,18 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
         torch.cuda.empty_cache()
         e = m._flame_streaming
         moved0 = e.bytes_moved
-        t, peak = timed(lambda: step(m, x), warmup, reps)
+        t, peak, steps = timed(lambda: step(m, x), warmup, reps)
         moved = (e.bytes_moved - moved0) / (warmup + reps)
         floor = max(t_res, moved / p.bandwidth)
         row = {"budget": name, "plan": repr(p), "resident_units": len(p.resident), "slots": p.slots, "depth": p.depth,
                "predicted_ms": p.predicted * 1e3, "measured_ms": t * 1e3, "peak_bytes": peak, "moved_bytes": moved,
                "floor_ms": floor * 1e3, "ratio_to_floor": t / floor, "ratio_to_resident": t / t_res,
-               "ratio_to_resident_bf16": t / t_bf16, "rss_bytes": rss()}
+               "ratio_to_resident_bf16": t / t_bf16, "rss_bytes": rss(), "steps_ms": steps}
         if name == budgets[0] and base_dtype == "fp8":     # the same budget dequantizing each layer on its own, for comparison
             dequantize_weights(m, "layer")
-            t_layer, _ = timed(lambda: step(m, x), warmup, reps)
+            t_layer, _, steps = timed(lambda: step(m, x), warmup, reps)
             dequantize_weights(m, "block")
-            row["measured_ms_per_layer"] = t_layer * 1e3
+            row["measured_ms_per_layer"], row["steps_ms_per_layer"] = t_layer * 1e3, steps
         if name == budgets[0]:
             with record(m) as rec: step(m, x); torch.cuda.synchronize()
             res["trace_8GB"] = rec.result.to_dict()
@@ -159,7 +159,7 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     pf = dataclasses.replace(pf, predicted_forward=pf.simulate(train=False)["time"])
     stream(m, "cuda", plan=pf)
     torch.cuda.empty_cache()
-    t, peak = timed(lambda: forward(m, x), warmup, reps)
+    t, peak, _ = timed(lambda: forward(m, x), warmup, reps)
     floor = sum(sizes) / p8.bandwidth
     res["forward_streamed"] = {"measured_ms": t * 1e3, "predicted_ms": pf.predicted_forward * 1e3, "peak_bytes": peak,
                                "floor_ms": floor * 1e3, "ratio_to_floor": t / floor,

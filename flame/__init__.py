@@ -15,7 +15,7 @@ Modules:
 - `flame.kernels.fp8_matmul`: `y = x @ (W_fp8 · scale)ᵀ + bias`: a Triton matmul that reads frozen `float8_e4m3fn` weights and bf16/fp16/fp32 activations, applying the scale in the epilogue — forward and the gradient w.r.t. `x`.
 - `flame.kernels.group_norm`: GroupNorm over channel groups and every pixel, with SDXL's SiLU fused in — forward and backward in Triton, for groups far too large to hold in registers.
 - `flame.kernels.layer_norm`: LayerNorm without affine, then a per-sample (or per-token) scale and shift — fused into one read of `x` and one write of `y`, in the forward and in the backward.
-- `flame.kernels.qk_rope`: Flux's QK RMSNorm and RoPE in one kernel: each row of `q` and `k` loaded once, normalised by its own weight, rotated and stored once — one launch where there were six, forward and backward.
+- `flame.kernels.qk_rope`: Flux's QK RMSNorm and RoPE in one kernel: each row of `q` and `k` loaded once, normalised by its own weight, rotated and stored once — one launch where there were six, forward and backward. Without rotations, SD3.5's QK norms in one launch.
 - `flame.kernels.rms_norm`: RMSNorm with a learnt scale over the last dim — the norm Flux applies to every head's queries and keys: very many short rows, read in place from the fused `qkv` projection.
 - `flame.kernels.rope`: Rotary position embeddings over three axes, in BFL's layout: one kernel rotates every head of a token with one load of its rotations, and the backward is the same kernel.
 - `flame.layerwise`: A full fine-tune of a model larger than the GPU: its weights stream like a frozen base's, while the master weights, gradients and optimizer state live in host memory and are updated there.

@@ -1,5 +1,6 @@
 """Flux's QK RMSNorm and RoPE in one kernel: each row of `q` and `k` loaded once, normalised by its own
-weight, rotated and stored once — one launch where there were six, forward and backward.
+weight, rotated and stored once — one launch where there were six, forward and backward. Without rotations, SD3.5's
+QK norms in one launch.
 
 Docs: https://flame-dev.github.io/flame/qk_rope.html.md"""
 
@@ -15,23 +16,29 @@ from .rms_norm import rms_norm_reference
 from .rope import apply_rope_reference, check_freqs, rope_freqs, _flux_ids
 
 # %% ../../nbs/14a_qk_rope.ipynb #q14a0008
-def qk_norm_rope_reference(qk, q_weight, k_weight, freqs, eps: float = 1e-6):
-    "q = qk[0] and k = qk[1] RMS-normed by their weights, then rotated by `freqs` (BFL's RoPE), in fp32 between; qk's dtype out."
+def qk_norm_rope_reference(qk, q_weight, k_weight, freqs=None, eps: float = 1e-6):
+    "q = qk[0] and k = qk[1] RMS-normed by their weights, then rotated by `freqs` (BFL's RoPE; None: not rotated), in fp32 between; qk's dtype out."
     xf = _up(qk)
-    return torch.stack([apply_rope_reference(rms_norm_reference(xf[i], w, eps), freqs) for i, w in enumerate((q_weight, k_weight))]).to(qk.dtype)
+    rotate = (lambda t: t) if freqs is None else (lambda t: apply_rope_reference(t, freqs))
+    return torch.stack([rotate(rms_norm_reference(xf[i], w, eps)) for i, w in enumerate((q_weight, k_weight))]).to(qk.dtype)
 
 # %% ../../nbs/14a_qk_rope.ipynb #q14a0011
 @_jit
-def _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr):
-    "This program's half (0: q, 1: k), batch, head group and tokens; their 2×2 rotations' entries; the half's weight; the mask."
+def _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr,
+          ROTATE: tl.constexpr):
+    "This program's half (0: q, 1: k), batch, head group and tokens; their 2×2 rotations' entries (if ROTATE); the half's weight; the mask."
     pid_l, bg, which = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
     b, hg = bg // (H // HEADS), bg % (H // HEADS)
     ls = pid_l * BLOCK_L + tl.arange(0, BLOCK_L)
     ds, cols = tl.arange(0, BLOCK_D2), tl.arange(0, 2 * BLOCK_D2)
-    fmask = (ls < L)[:, None] & (ds < D2)[None, :]
-    f = F + b * fs0 + ls.to(tl.int64)[:, None] * fs1 + ds[None, :] * fs2
-    f00, f01 = tl.load(f, mask=fmask, other=0.), tl.load(f + fsj, mask=fmask, other=0.)
-    f10, f11 = tl.load(f + fsi, mask=fmask, other=0.), tl.load(f + fsi + fsj, mask=fmask, other=0.)
+    if ROTATE:
+        fmask = (ls < L)[:, None] & (ds < D2)[None, :]
+        f = F + b * fs0 + ls.to(tl.int64)[:, None] * fs1 + ds[None, :] * fs2
+        f00, f01 = tl.load(f, mask=fmask, other=0.), tl.load(f + fsj, mask=fmask, other=0.)
+        f10, f11 = tl.load(f + fsi, mask=fmask, other=0.), tl.load(f + fsi + fsj, mask=fmask, other=0.)
+    else:
+        f00 = tl.zeros((BLOCK_L, BLOCK_D2), tl.float32)
+        f01, f10, f11 = f00, f00, f00
     wq = tl.load(WQ + cols, mask=cols < 2 * D2, other=0.).to(tl.float32)
     wk = tl.load(WK + cols, mask=cols < 2 * D2, other=0.).to(tl.float32)
     mask = (ls < L)[:, None] & (cols < 2 * D2)[None, :]
@@ -39,15 +46,17 @@ def _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L: tl.constexpr, B
 
 @_jit
 def _qk_rope_fwd_kernel(X, WQ, WK, F, Y, RSTD, B, H, L, D2, eps, xs0, xs1, xs2, xs3, fs0, fs1, fs2, fsi, fsj,
-                        BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr):
-    which, b, hg, ls, f00, f01, f10, f11, w, cols, mask = _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L, BLOCK_D2, HEADS)
+                        BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr, ROTATE: tl.constexpr):
+    which, b, hg, ls, f00, f01, f10, f11, w, cols, mask = _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L, BLOCK_D2, HEADS, ROTATE)
     D = 2 * D2
     for i in tl.static_range(HEADS):
         h = hg * HEADS + i
         x = tl.load(X + which * xs0 + b * xs1 + h * xs2 + ls.to(tl.int64)[:, None] * xs3 + cols[None, :], mask=mask, other=0.).to(tl.float32)
         rstd = 1 / tl.sqrt(tl.sum(x * x, axis=1) / D + eps)
-        x0, x1 = tl.split(tl.reshape(x * rstd[:, None] * w[None, :], (BLOCK_L, BLOCK_D2, 2)))
-        y = tl.reshape(tl.join(f00 * x0 + f01 * x1, f10 * x0 + f11 * x1), (BLOCK_L, 2 * BLOCK_D2))
+        y = x * rstd[:, None] * w[None, :]
+        if ROTATE:
+            x0, x1 = tl.split(tl.reshape(y, (BLOCK_L, BLOCK_D2, 2)))
+            y = tl.reshape(tl.join(f00 * x0 + f01 * x1, f10 * x0 + f11 * x1), (BLOCK_L, 2 * BLOCK_D2))
         row = ((which * B + b) * H + h) * L + ls.to(tl.int64)
         tl.store(Y + row[:, None] * D + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
         tl.store(RSTD + row, rstd, mask=ls < L)
@@ -55,15 +64,16 @@ def _qk_rope_fwd_kernel(X, WQ, WK, F, Y, RSTD, B, H, L, D2, eps, xs0, xs1, xs2, 
 # %% ../../nbs/14a_qk_rope.ipynb #q14a0013
 @_jit
 def _qk_rope_bwd_kernel(X, WQ, WK, F, DY, RSTD, DX, PW, B, H, L, D2, xs0, xs1, xs2, xs3, ds0, ds1, ds2, ds3, fs0, fs1, fs2, fsi, fsj,
-                        BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr, W_GRAD: tl.constexpr):
-    which, b, hg, ls, f00, f01, f10, f11, w, cols, mask = _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L, BLOCK_D2, HEADS)
+                        BLOCK_L: tl.constexpr, BLOCK_D2: tl.constexpr, HEADS: tl.constexpr, ROTATE: tl.constexpr, W_GRAD: tl.constexpr):
+    which, b, hg, ls, f00, f01, f10, f11, w, cols, mask = _tile(WQ, WK, F, H, L, D2, fs0, fs1, fs2, fsi, fsj, BLOCK_L, BLOCK_D2, HEADS, ROTATE)
     D = 2 * D2
     acc = tl.zeros((2 * BLOCK_D2,), tl.float32)
     for i in tl.static_range(HEADS):
         h = hg * HEADS + i
-        dy = tl.load(DY + which * ds0 + b * ds1 + h * ds2 + ls.to(tl.int64)[:, None] * ds3 + cols[None, :], mask=mask, other=0.)
-        dy0, dy1 = tl.split(tl.reshape(dy.to(tl.float32), (BLOCK_L, BLOCK_D2, 2)))
-        g = tl.reshape(tl.join(f00 * dy0 + f10 * dy1, f01 * dy0 + f11 * dy1), (BLOCK_L, 2 * BLOCK_D2))   # Rᵀ dy
+        g = tl.load(DY + which * ds0 + b * ds1 + h * ds2 + ls.to(tl.int64)[:, None] * ds3 + cols[None, :], mask=mask, other=0.).to(tl.float32)
+        if ROTATE:                                                                          # Rᵀ dy
+            dy0, dy1 = tl.split(tl.reshape(g, (BLOCK_L, BLOCK_D2, 2)))
+            g = tl.reshape(tl.join(f00 * dy0 + f10 * dy1, f01 * dy0 + f11 * dy1), (BLOCK_L, 2 * BLOCK_D2))
         x = tl.load(X + which * xs0 + b * xs1 + h * xs2 + ls.to(tl.int64)[:, None] * xs3 + cols[None, :], mask=mask, other=0.).to(tl.float32)
         row = ((which * B + b) * H + h) * L + ls.to(tl.int64)
         rstd = tl.load(RSTD + row, mask=ls < L, other=0.)
@@ -84,20 +94,22 @@ def _qk_tiles(qk):
     tiles = [{"BLOCK_L": r, "num_warps": w} for r in (rows, max(1, rows // 2), 2 * rows) for w in (4, 8, 2)]
     return block_d2, max(d for d in range(1, 9) if H % d == 0), tiles
 
-def _freq_strides(freqs):
-    "freqs' batch (0 when shared), token, pair and 2×2 strides."
+def _rotations(freqs, qk):
+    "What the kernels read the rotations from: `freqs` and its batch (0 when shared), token, pair and 2×2 strides (no freqs: none, `qk` as a stand-in)."
+    if freqs is None: return qk, (0,) * 5
     fs = freqs.stride()
-    return (fs[0] if freqs.shape[0] > 1 else 0, fs[2], fs[3], fs[4], fs[5])
+    return freqs, (fs[0] if freqs.shape[0] > 1 else 0, fs[2], fs[3], fs[4], fs[5])
 
 def _qk_rope_fwd(qk, wq, wk, freqs, eps):
     "y (2, B, H, L, D), contiguous, and each row's 1/rms (2, B, H, L)."
     _, B, H, L, D = qk.shape
     y, rstd = new_buffer(qk.shape, qk.dtype, qk.device), new_buffer(qk.shape[:-1], torch.float32, qk.device)
     block_d2, heads, tiles = _qk_tiles(qk)
+    f, fs = _rotations(freqs, qk)
     launch = lambda BLOCK_L, num_warps: _qk_rope_fwd_kernel[(triton.cdiv(L, BLOCK_L), B * (H // heads), 2)](
-        qk, wq, wk, freqs, y, rstd, B, H, L, D // 2, eps, *qk.stride()[:4], *_freq_strides(freqs),
-        BLOCK_L=BLOCK_L, BLOCK_D2=block_d2, HEADS=heads, num_warps=num_warps)
-    _launch("qk_rope_fwd", (D, heads, qk.dtype), tiles, launch)
+        qk, wq, wk, f, y, rstd, B, H, L, D // 2, eps, *qk.stride()[:4], *fs,
+        BLOCK_L=BLOCK_L, BLOCK_D2=block_d2, HEADS=heads, ROTATE=freqs is not None, num_warps=num_warps)
+    _launch("qk_rope_fwd", (D, heads, qk.dtype, freqs is not None), tiles, launch)
     return y, rstd
 
 def _qk_rope_bwd(qk, wq, wk, freqs, rstd, dy, w_grad: bool):
@@ -105,14 +117,15 @@ def _qk_rope_bwd(qk, wq, wk, freqs, rstd, dy, w_grad: bool):
     _, B, H, L, D = qk.shape
     dx = new_buffer(qk.shape, qk.dtype, qk.device)
     block_d2, heads, tiles = _qk_tiles(qk)
+    f, fs = _rotations(freqs, qk)
     def launch(BLOCK_L, num_warps):
         grid = (triton.cdiv(L, BLOCK_L), B * (H // heads), 2)
         pw = new_buffer((2, grid[0] * grid[1], D) if w_grad else (1,), torch.float32, qk.device)
-        _qk_rope_bwd_kernel[grid](qk, wq, wk, freqs, dy, rstd, dx, pw, B, H, L, D // 2, *qk.stride()[:4], *dy.stride()[:4],
-                                  *_freq_strides(freqs), BLOCK_L=BLOCK_L, BLOCK_D2=block_d2, HEADS=heads, W_GRAD=w_grad,
+        _qk_rope_bwd_kernel[grid](qk, wq, wk, f, dy, rstd, dx, pw, B, H, L, D // 2, *qk.stride()[:4], *dy.stride()[:4], *fs,
+                                  BLOCK_L=BLOCK_L, BLOCK_D2=block_d2, HEADS=heads, ROTATE=freqs is not None, W_GRAD=w_grad,
                                   num_warps=num_warps)
         return pw
-    pw = _launch("qk_rope_bwd", (D, heads, qk.dtype, w_grad), tiles, launch)
+    pw = _launch("qk_rope_bwd", (D, heads, qk.dtype, freqs is not None, w_grad), tiles, launch)
     return dx, pw.sum(1) if w_grad else None
 
 # %% ../../nbs/14a_qk_rope.ipynb #q14a0018
@@ -135,8 +148,8 @@ class QKNormRope(torch.autograd.Function):
         dx, dw = _qk_rope_bwd(qk, wq, wk, freqs, rstd, dy if dy.stride(-1) == 1 else dy.contiguous(), w_grad)
         return dx, *[dw[i].to(w.dtype) if ctx.needs_input_grad[1 + i] else None for i, w in enumerate((wq, wk))], None, None
 
-def qk_norm_rope(qk, q_weight, k_weight, freqs, eps: float = 1e-6):
-    "q = qk[0] and k = qk[1] (2, B, H, L, D) RMS-normed by their weights (D,), then rotated by Flux `freqs` (B or 1, 1, L, D/2, 2, 2)."
+def qk_norm_rope(qk, q_weight, k_weight, freqs=None, eps: float = 1e-6):
+    "q = qk[0] and k = qk[1] (2, B, H, L, D) RMS-normed by their weights (D,), then rotated by Flux `freqs` (B or 1, 1, L, D/2, 2, 2; None: not rotated)."
     check_tensor("qk", qk)
     if qk.dim() != 5 or qk.shape[0] != 2 or qk.shape[-1] % 2:
         raise ValueError(f"qk: expected shape (2, B, H, L, D) with D even (q and k stacked), got {tuple(qk.shape)}")
@@ -144,8 +157,9 @@ def qk_norm_rope(qk, q_weight, k_weight, freqs, eps: float = 1e-6):
     for name, w in (("q_weight", q_weight), ("k_weight", k_weight)):
         check_tensor(name, w, shape=(D,), device=qk.device)
         if w.dtype not in (qk.dtype, torch.float32): raise ValueError(f"{name}: expected dtype {qk.dtype} or torch.float32, got {w.dtype}")
-    check_freqs(freqs, B, L, D, qk.device)
-    if qk.numel() and not freqs.requires_grad and D // 2 <= MAX_WIDTH and use_triton(qk, q_weight, k_weight, freqs):
+    rotations = [] if freqs is None else [freqs]
+    if freqs is not None: check_freqs(freqs, B, L, D, qk.device)
+    if qk.numel() and not any(f.requires_grad for f in rotations) and D // 2 <= MAX_WIDTH and use_triton(qk, q_weight, k_weight, *rotations):
         return QKNormRope.apply(qk if qk.stride(-1) == 1 else qk.contiguous(), q_weight, k_weight, freqs, eps)
     return qk_norm_rope_reference(qk, q_weight, k_weight, freqs, eps)
 

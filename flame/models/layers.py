@@ -23,15 +23,15 @@ from ..streaming import stream, unstream
 
 # %% auto #0
 __all__ = ['PREFIX', 'KEEP_FP8', 'BRING_UP_S_PER_GIB', 'OBJECTIVES', 'CLIP_TARGETS', 'FAMILIES', 'timestep_embedding',
-           'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'stacked_heads', 'split_heads',
-           'attend', 'SelfAttention', 'LazyTensor', 'read_safetensors', 'ChunkedTensor', 'write_safetensors', 'Rename',
-           'Split', 'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint',
-           'build_loaded', 'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id', 'Later',
-           'text_parts', 'LaterNets', 'DiffusersVAE', 'ldm_vae_config', 'clip_state', 'single_file_tensors',
-           'load_part', 'hub_tokenizers', 'encoder_blocks', 'weight_bytes', 'check_encoders', 'encoders_on',
-           'cpu_matmul_rate', 'encode_seconds_on_cpu', 'cpu_encodes_faster', 'release', 'Schedule', 'no_dims',
-           'LoraNaming', 'kohya_file_name', 'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model',
-           'Denoiser', 'FinalLayer', 'check_shape', 'Family', 'family']
+           'MLPEmbedder', 'ModulationOut', 'Modulation', 'RMSNorm', 'QKNorm', 'EmbedND', 'stacked_heads', 'attend',
+           'SelfAttention', 'LazyTensor', 'read_safetensors', 'ChunkedTensor', 'write_safetensors', 'Rename', 'Split',
+           'SwapHalves', 'Layout', 'load_state', 'split_scales', 'Checkpoint', 'read_checkpoint', 'build_loaded',
+           'check_variant', 'variant_loader', 'guess_checkpoint', 'checkpoint_id', 'Later', 'text_parts', 'LaterNets',
+           'DiffusersVAE', 'ldm_vae_config', 'clip_state', 'single_file_tensors', 'load_part', 'hub_tokenizers',
+           'encoder_blocks', 'weight_bytes', 'check_encoders', 'encoders_on', 'cpu_matmul_rate',
+           'encode_seconds_on_cpu', 'cpu_encodes_faster', 'release', 'Schedule', 'no_dims', 'LoraNaming',
+           'kohya_file_name', 'TextLoraSet', 'release_net', 'DiffusionModel', 'is_diffusion_model', 'Denoiser',
+           'FinalLayer', 'check_shape', 'Family', 'family']
 
 # %% ../../nbs/30_models.ipynb #a3974074
 def timestep_embedding(t: Tensor, dim: int = 256, max_period: float = 10_000, time_factor: float = 1000.0) -> Tensor:
@@ -104,10 +104,6 @@ def stacked_heads(qkv: Tensor, num_heads: int) -> Tensor:
     B, L, C = qkv.shape
     if C % (3 * num_heads): raise ValueError(f"qkv: last dim {C} is not divisible by 3·num_heads = {3 * num_heads}")
     return qkv.view(B, L, 3, num_heads, C // (3 * num_heads)).permute(2, 0, 3, 1, 4)
-
-def split_heads(qkv: Tensor, num_heads: int) -> tuple[Tensor, Tensor, Tensor]:
-    "(B, L, 3·H·D) → q, k, v as (B, H, L, D) views."
-    return stacked_heads(qkv, num_heads).unbind(0)
 
 def attend(qk: Tensor, v: Tensor) -> Tensor:
     "Attention of q = qk[0] and k = qk[1] (B, H, L, D) over `v`, heads merged: (B, L, H·D)."

@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
 from ..autograd import checkpoint
-from ..kernels import attention, layer_norm_modulated, rms_norm
+from ..kernels import attention, layer_norm_modulated, qk_norm_rope
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
-                                 split_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
+                                 stacked_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
                                  ldm_vae_config, load_part, read_safetensors, single_file_tensors, CLIP_TARGETS, kohya_file_name, TextLoraSet, release_net)
 from .layers import hub_tokenizers as _hub_tokenizers
 from .layers import check_shape as _check
@@ -79,11 +79,10 @@ class SD3Config:
 
 # %% ../../nbs/32_sd3.ipynb #3ce64f9e
 class QKRMSNorm(nn.Module):
-    "RMSNorm over the head dim, its scale called `weight` (Stability's and diffusers' name)."
+    "The scale of an RMSNorm over the head dim, called `weight` (Stability's and diffusers' name); `SelfAttention.heads` applies it."
     def __init__(self, dim: int):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
-    def forward(self, x: Tensor) -> Tensor: return rms_norm(x, self.weight, eps=1e-6)
 
 class SelfAttention(nn.Module):
     "Stability's attention module: fused `qkv`, optional QK RMSNorm, `proj` (absent when `pre_only`)."
@@ -94,10 +93,10 @@ class SelfAttention(nn.Module):
         if not pre_only: self.proj = nn.Linear(dim, dim)
         if qk_norm: self.ln_q, self.ln_k = QKRMSNorm(dim // num_heads), QKRMSNorm(dim // num_heads)
     def heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        "q, k, v (B, H, L, D) of `x` (B, L, dim), q and k normalised."
-        q, k, v = split_heads(self.qkv(x), self.num_heads)
-        if hasattr(self, "ln_q"): q, k = self.ln_q(q).to(v), self.ln_k(k).to(v)
-        return q, k, v
+        "q, k, v (B, H, L, D) of `x` (B, L, dim), q and k normalised (both in one kernel)."
+        qkv = stacked_heads(self.qkv(x), self.num_heads)
+        if not hasattr(self, "ln_q"): return qkv.unbind(0)
+        return (*qk_norm_rope(qkv[:2], self.ln_q.weight, self.ln_k.weight, eps=1e-6).unbind(0), qkv[2])
     def forward(self, x: Tensor) -> Tensor: return self.proj(attention(*self.heads(x)).transpose(1, 2).flatten(2))
 
 class Mlp(nn.Module):
