@@ -13,7 +13,7 @@ __all__ = ['qk_norm_rope_reference', 'QKNormRope', 'qk_norm_rope']
 import torch
 from .core import triton, tl, _jit, _up, MAX_WIDTH, _launch, new_buffer, use_triton, check_tensor, reference_backward, register_op
 from .rms_norm import rms_norm_reference
-from .rope import apply_rope_reference, check_freqs, rope_freqs, _flux_ids
+from .rope import apply_rope_reference, check_freqs, rope_freqs, _flux_ids, _rope_tiles, _freq_strides
 
 # %% ../../nbs/14a_qk_rope.ipynb #q14a0008
 def qk_norm_rope_reference(qk, q_weight, k_weight, freqs=None, eps: float = 1e-6):
@@ -86,25 +86,15 @@ def _qk_rope_bwd_kernel(X, WQ, WK, F, DY, RSTD, DX, PW, B, H, L, D2, xs0, xs1, x
         tl.store(PW + ((which * tl.num_programs(1) + tl.program_id(1)) * tl.num_programs(0) + tl.program_id(0)) * D + cols, acc, mask=cols < D)
 
 # %% ../../nbs/14a_qk_rope.ipynb #q14a0015
-def _qk_tiles(qk):
-    "BLOCK_D2, heads per program and the tiles `_launch` may time, for qk (2, B, H, L, D)."
-    H, D = qk.shape[2], qk.shape[-1]
-    block_d2 = triton.next_power_of_2(D // 2)
-    rows = max(1, 1024 // block_d2)                      # ~1K pairs of each head per program, then 1/2x and 2x that
-    tiles = [{"BLOCK_L": r, "num_warps": w} for r in (rows, max(1, rows // 2), 2 * rows) for w in (4, 8, 2)]
-    return block_d2, max(d for d in range(1, 9) if H % d == 0), tiles
-
 def _rotations(freqs, qk):
-    "What the kernels read the rotations from: `freqs` and its batch (0 when shared), token, pair and 2×2 strides (no freqs: none, `qk` as a stand-in)."
-    if freqs is None: return qk, (0,) * 5
-    fs = freqs.stride()
-    return freqs, (fs[0] if freqs.shape[0] > 1 else 0, fs[2], fs[3], fs[4], fs[5])
+    "What the kernels read the rotations from, and its strides: `freqs`, or with none `qk` as a stand-in that is never read."
+    return (qk, (0,) * 5) if freqs is None else (freqs, _freq_strides(freqs))
 
 def _qk_rope_fwd(qk, wq, wk, freqs, eps):
     "y (2, B, H, L, D), contiguous, and each row's 1/rms (2, B, H, L)."
     _, B, H, L, D = qk.shape
     y, rstd = new_buffer(qk.shape, qk.dtype, qk.device), new_buffer(qk.shape[:-1], torch.float32, qk.device)
-    block_d2, heads, tiles = _qk_tiles(qk)
+    block_d2, heads, tiles = _rope_tiles(H, D)
     f, fs = _rotations(freqs, qk)
     launch = lambda BLOCK_L, num_warps: _qk_rope_fwd_kernel[(triton.cdiv(L, BLOCK_L), B * (H // heads), 2)](
         qk, wq, wk, f, y, rstd, B, H, L, D // 2, eps, *qk.stride()[:4], *fs,
@@ -116,7 +106,7 @@ def _qk_rope_bwd(qk, wq, wk, freqs, rstd, dy, w_grad: bool):
     "dqk (2, B, H, L, D), contiguous, and with `w_grad` the two weights' gradients (2, D) in fp32."
     _, B, H, L, D = qk.shape
     dx = new_buffer(qk.shape, qk.dtype, qk.device)
-    block_d2, heads, tiles = _qk_tiles(qk)
+    block_d2, heads, tiles = _rope_tiles(H, D)
     f, fs = _rotations(freqs, qk)
     def launch(BLOCK_L, num_warps):
         grid = (triton.cdiv(L, BLOCK_L), B * (H // heads), 2)

@@ -64,20 +64,28 @@ def _rope_kernel(X, F, Y, H, L, D2, xs0, xs1, xs2, fs0, fs1, fs2, fsi, fsj,
         yp = Y + ((b * H + h) * L + ls.to(tl.int64))[:, None] * (2 * D2) + cols[None, :]
         tl.store(yp, y.to(Y.dtype.element_ty), mask=mask)
 
+def _rope_tiles(H: int, D: int):
+    "BLOCK_D2, heads per program (a divisor of H, so no head mask) and the tiles `_launch` may time, for H heads of D channels."
+    block_d2 = triton.next_power_of_2(D // 2)
+    rows = max(1, 1024 // block_d2)                      # ~1K pairs of each head per program, then 1/2x and 2x that
+    tiles = [{"BLOCK_L": r, "num_warps": w} for r in (rows, max(1, rows // 2), 2 * rows) for w in (4, 8, 2)]
+    return block_d2, max(d for d in range(1, 9) if H % d == 0), tiles
+
+def _freq_strides(freqs) -> tuple:
+    "freqs' batch (0 when one is shared), token, pair and 2×2 strides, as the kernels take them."
+    fs = freqs.stride()
+    return (fs[0] if freqs.shape[0] > 1 else 0, fs[2], fs[3], fs[4], fs[5])
+
 def _rope(x, freqs):
     "Launch the RoPE kernel: x (B, H, L, D) any strides (unit last), freqs (1 or B, 1, L, D/2, 2, 2) any strides."
     B, H, L, D = x.shape
     if x.stride(-1) != 1: x = x.contiguous()
     y = new_buffer((B, H, L, D), x.dtype, x.device)
-    fs = freqs.stride()
-    block_d2 = triton.next_power_of_2(D // 2)
-    heads = max(d for d in range(1, 9) if H % d == 0)   # heads per program: a divisor of H, so no head mask
+    block_d2, heads, tiles = _rope_tiles(H, D)
     launch = lambda BLOCK_L, num_warps: _rope_kernel[(triton.cdiv(L, BLOCK_L), B, H // heads)](
-        x, freqs, y, H, L, D // 2, *x.stride()[:3], fs[0] if freqs.shape[0] > 1 else 0, fs[2], fs[3], fs[4], fs[5],
+        x, freqs, y, H, L, D // 2, *x.stride()[:3], *_freq_strides(freqs),
         BLOCK_L=BLOCK_L, BLOCK_D2=block_d2, HEADS=heads, num_warps=num_warps)
-    rows = max(1, 1024 // block_d2)                      # ~1K pairs of each head per program, then 1/2x and 2x that
-    candidates = [{"BLOCK_L": r, "num_warps": w} for r in (rows, max(1, rows // 2), 2 * rows) for w in (4, 8, 2)]
-    _launch("rope", (D, heads, x.dtype), candidates, launch)
+    _launch("rope", (D, heads, x.dtype), tiles, launch)
     return y
 
 # %% ../../nbs/14_rope.ipynb #bdd60e73
