@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What an fp8 base costs the demo LoRA, and whether Flux's modulation can be fp8 too (issue 17: "modulation stays bf16 unless
 measured harmless"). The embedded demo (flame.demo: a tiny Flux base that knows five colours, a LoRA that teaches magenta)
-trained three times with one recipe: on the full-precision base, on an fp8 base with the modulation kept (Flux.fp8_skip =
-FLUX_SKIP, the default) and with it in fp8 too (FLUX_SKIP_EMBED). For each: the trained base's output error against full
+trained three times with one recipe: on the full-precision base, on an fp8 base with the modulation kept in bf16
+(FLUX_SKIP_MODULATION, the default until 2026-11-28) and with it in fp8 too (FLUX_SKIP, the default since). For each: the trained base's output error against full
 precision on a fixed probe, the mean loss of the last 50 steps, and the magenta score of the demo prompts after training
 (the first three should be magenta, the last two not). The base is built once, in $FLAME_CACHE if set, else a temporary
 folder. Prints a table, writes JSON. The device is the trainer's default (a GPU if there is one).
@@ -29,7 +29,7 @@ def main():
     from flame.train import train, TrainConfig, setup, sample_images
     from flame.demo import demo_base, DEMO_PROMPTS, magenta_score, TINY
     from flame.models.flux import Flux
-    from flame.models.fp8 import to_fp8, FLUX_SKIP, FLUX_SKIP_EMBED
+    from flame.models.fp8 import to_fp8, FLUX_SKIP_MODULATION, FLUX_SKIP
     from flame.lora import load_lora
     from flame.kernels.core import rel_err
     t0, kept = time.time(), Flux.fp8_skip
@@ -43,8 +43,8 @@ def main():
              torch.zeros(2, 7, 3), torch.tensor([0.3, 0.8]), torch.randn(2, c.vec_in_dim, generator=g), torch.ones(2))
     res = {"date": str(datetime.date.today()), "torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu",
            "recipe": f"the demo LoRA ({a.steps or 'default'} steps), three bases", "runs": {}}
-    for name, base_dtype, skip in (("full precision", "bf16", None), ("fp8, modulation kept", "fp8", FLUX_SKIP),
-                                   ("fp8, modulation fp8", "fp8", FLUX_SKIP_EMBED)):
+    for name, base_dtype, skip in (("full precision", "bf16", None), ("fp8, modulation kept", "fp8", FLUX_SKIP_MODULATION),
+                                   ("fp8, modulation fp8", "fp8", FLUX_SKIP)):
         Flux.fp8_skip = skip or kept
         try: r = train(TrainConfig(output=str(tmp / name.replace(" ", "-").replace(",", "")), base_dtype=base_dtype, progress=False, **steps))
         finally: Flux.fp8_skip = kept

@@ -45,12 +45,12 @@ def step_launches(double: int, single: int, base: str, device, counts, counting,
     "Launches of one LoRA training step of a small Flux of `double` + `single` blocks, after `warmup` steps."
     import torch
     from flame.models.flux import Flux, FluxConfig
-    from flame.models.fp8 import to_fp8, FLUX_SKIP
+    from flame.models.fp8 import to_fp8
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     c = FluxConfig.tiny(depth=double, depth_single_blocks=single)
     m = Flux(c).to(device, dtype).requires_grad_(False)
-    if base == "fp8": m = to_fp8(m, FLUX_SKIP)
+    if base == "fp8": m = to_fp8(m, Flux.fp8_skip)
     r = lambda *s: torch.randn(*s, device=device, dtype=dtype)
     ids = lambda n: torch.zeros(1, n, 3, device=device, dtype=dtype)
     x = (r(1, 64, c.in_channels), ids(64), r(1, 8, c.context_in_dim), ids(8), torch.full((1,), .5, device=device, dtype=dtype),

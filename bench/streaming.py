@@ -5,9 +5,11 @@ streamed vs the copy floor, predicted (plan) vs measured. Prints a table, writes
 
 With --base-dtype fp8 (issue 17) the resident bf16 step is measured first, then the model's linear weights become
 e4m3fn (flame.models.fp8.to_fp8, Flux's skip list) and the same rows follow on the fp8 base; each row then also
-gives its ratio to the resident *bf16* step and the host RSS after it. The resident fp8 step is also timed dequantizing per
-layer once per pass and per matmul (flame.models.fp8.dequantize_weights(m, "layer" | "matmul")), against the default of
-a block's weights in one launch per checkpointed pass; the first budget's row is also timed per layer.
+gives its ratio to the resident *bf16* step and the host RSS after it. --modulation bf16 | fp8 keeps the blocks'
+modulation in bf16 (FLUX_SKIP_MODULATION) or puts it in fp8 too (FLUX_SKIP); by default Flux.fp8_skip decides, as in
+`flame train`. The resident fp8 step is also timed dequantizing per layer once per pass and per matmul
+(flame.models.fp8.dequantize_weights(m, "layer" | "matmul")), against the default of a block's weights in one launch per
+checkpointed pass; the first budget's row is also timed per layer.
 
     python3 bench/streaming.py --out bench/results/streaming.json
     python3 bench/streaming.py --base-dtype fp8 --budgets 8GB,4GB --out bench/results/streaming_fp8.json
@@ -88,7 +90,8 @@ def budget_plan(measured: Plan, budget: str) -> Plan:
     if budget.startswith("min+"): return replan(measured, measured.min_budget + int(float(budget[4:]) * max(measured.unit_bytes)))
     return replan(measured, budget)
 
-def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=2, reps=5, base_dtype="bf16"):
+def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=2, reps=5, base_dtype="bf16",
+         modulation=None):
     dev = torch.device("cuda")
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": str(datetime.date.today()),
            "model": f"flame.models.flux.Flux(FluxConfig.{size}()), random bf16 weights", "tokens": f"{tokens} image + {txt} text, batch 1",
@@ -102,9 +105,11 @@ def main(out, size="dev", tokens=4096, txt=512, budgets=("8GB", "24GB"), warmup=
     print(f"resident: step {t_res * 1e3:.0f} ms, peak {format_bytes(peak_res)}, forward {t_fwd_res * 1e3:.0f} ms  [{time.time() - t0:.0f}s]", flush=True)
     t_bf16, res["base_dtype"] = t_res, base_dtype
     if base_dtype == "fp8":     # the bf16 rows above stay as the reference; every row below runs on the fp8 base
-        from flame.models.fp8 import to_fp8, host_bytes, dequantize_weights, FLUX_SKIP
+        from flame.models.fp8 import to_fp8, host_bytes, dequantize_weights, FLUX_SKIP_MODULATION, FLUX_SKIP
         res["resident_bf16"] = res.pop("resident")
-        to_fp8(m, FLUX_SKIP); torch.cuda.empty_cache()
+        skip = {"bf16": FLUX_SKIP_MODULATION, "fp8": FLUX_SKIP, None: Flux.fp8_skip}[modulation]
+        res["fp8_skip"] = list(skip)
+        to_fp8(m, skip); torch.cuda.empty_cache()
         res["weights_bytes"] = host_bytes(m)
         t_res, peak_res, steps = timed(lambda: step(m, x), warmup, reps)
         t_fwd_res, _, _ = timed(lambda: forward(m, x), warmup, reps)
@@ -194,8 +199,11 @@ if __name__ == "__main__":
     ap.add_argument("--budgets", help="device budgets of the streamed steps ('min+N': the planner's minimum + N blocks; "
                                       "default 8GB,24GB, with --base-dtype fp8 8GB,4GB)")
     ap.add_argument("--base-dtype", choices=["bf16", "fp8"], default="bf16", help="fp8: the rows on an e4m3fn base, after the resident bf16 step")
+    ap.add_argument("--modulation", choices=["bf16", "fp8"], help="with --base-dtype fp8: the blocks' modulation kept in bf16 "
+                                                                  "(FLUX_SKIP_MODULATION) or in fp8 too (FLUX_SKIP); default Flux.fp8_skip")
     a = parse(ap, SMOKE, "bench/results/streaming.json")
     if a.base_dtype == "fp8" and a.out == "bench/results/streaming.json": a.out = "bench/results/streaming_fp8.json"
     a.budgets = a.budgets or ("8GB,4GB" if a.base_dtype == "fp8" else "8GB,24GB")
     if not torch.cuda.is_available(): ap.exit(2, "bench/streaming.py needs a CUDA GPU\n")
-    main(a.out, a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps, a.base_dtype)
+    if a.modulation and a.base_dtype != "fp8": ap.error("--modulation goes with --base-dtype fp8")
+    main(a.out, a.size, a.tokens, a.txt, a.budgets.split(","), a.warmup, a.reps, a.base_dtype, a.modulation)

@@ -72,9 +72,10 @@ def _model_and_data(p, D):
     g.add_argument("--model", choices=_families(), help=f"model family (default: {D['model']})")
     g.add_argument("--checkpoint", metavar="PATH", help="the base model's .safetensors (Flux: BFL or diffusers layout); tiny: default is the demo base")
     g.add_argument("--base-dtype", choices=("bf16", "fp8"), help="fp8: keep the frozen base's Linear weights in fp8 with per-channel "
-                   "scales (an fp8 checkpoint's own bytes and scales, as they are; modulation, norms and embeddings stay bf16) — Flux-dev's base "
-                   "15.2 GB instead of 23.8 in host memory and in each step's copies: worth it when the base streams (Flux-dev at 1024² "
-                   "under 8 GB: 0.76× the bf16 step's time, H100), not resident (1.04–1.24× the bf16 step: each weight dequantized twice a step, H200s); "
+                   "scales (an fp8 checkpoint's own bytes and scales, as they are; norms, embeddings and the output layer stay bf16, SD3.5's "
+                   "and SDXL's conditioning too) — Flux-dev's base 12.0 GB instead of 23.8 in host memory and in each step's copies: worth it "
+                   "when the base streams (Flux-dev at 1024² under 8 GB: 1.03× the resident bf16 step's time, where the bf16 base streamed "
+                   "takes 1.37×, H200), about even resident (1.02×); "
                    f"LoRA; Flux, SD3.5, SDXL (default: {D['base_dtype']})")
     g.add_argument("--mode", choices=("lora", "full"), help=f"train a LoRA, or every weight — layer-wise (weights and optimizer state in host memory) when their state exceeds --budget (default: {D['mode']})")
     g.add_argument("--weights-dtype", choices=("fp32", "bf16"), help="--mode full: the weights in bf16 — half their bytes, each update "

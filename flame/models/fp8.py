@@ -19,7 +19,7 @@ from ..kernels import fp8_linear, quantize_fp8, dequantize_fp8, fp8_weights_for
 from .layers import LazyTensor, Checkpoint, KEEP_FP8, build_loaded, read_checkpoint, _listing
 
 # %% auto #0
-__all__ = ['FLUX_SKIP_EMBED', 'FLUX_SKIP', 'DEQUANTIZE', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers',
+__all__ = ['FLUX_SKIP', 'FLUX_SKIP_MODULATION', 'DEQUANTIZE', 'SD3_SKIP', 'SDXL_SKIP', 'FP8Linear', 'to_fp8', 'fp8_layers',
            'host_bytes', 'dequantize_weights', 'file_fp8', 'load_fp8', 'write_fp8_copy']
 
 # %% ../../nbs/34_fp8.ipynb #b34e0007
@@ -66,8 +66,8 @@ def dequantized(self: FP8Linear, dtype=torch.float32) -> Tensor:
     return dequantize_fp8(self.weight, self.weight_scale, dtype)
 
 # %% ../../nbs/34_fp8.ipynb #b34e0011
-FLUX_SKIP_EMBED = ("img_in", "txt_in", "time_in.*", "vector_in.*", "guidance_in.*", "final_layer.*")
-FLUX_SKIP = FLUX_SKIP_EMBED + ("*.img_mod.lin", "*.txt_mod.lin", "*.modulation.lin")
+FLUX_SKIP = ("img_in", "txt_in", "time_in.*", "vector_in.*", "guidance_in.*", "final_layer.*")
+FLUX_SKIP_MODULATION = FLUX_SKIP + ("*.img_mod.lin", "*.txt_mod.lin", "*.modulation.lin")
 from .flux import Flux
 Flux.fp8_skip = FLUX_SKIP            # what `flame train --base-dtype fp8` keeps in full precision (a family without `fp8_skip`: not offered)
 
