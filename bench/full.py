@@ -10,6 +10,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
     python3 bench/full.py --model sdxl --budgets 8GB --out bench/results/full_sdxl.json
     python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
     python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --profile --out /tmp/p.json   # where a step's time goes
+    python3 bench/full.py --model sdxl --budgets 8GB --updates auto,device,host --out /tmp/a.json   # what `auto` picks, against both
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
 """
 import argparse, datetime, gc, json, statistics, time
@@ -210,6 +211,7 @@ def main(a):
             torch.cuda.empty_cache()
             row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
                    **timed_steps(m, loss, opt, a.warmup, a.reps)}
+            if update == "auto": row["auto"] = {"chose": opt.update, "predicted_update_s": opt.update_times}   # (None: nothing timed)
             bw = res["bandwidth"]
             row["floor_s"], row["floor_both_s"] = floors(res["compute_s"], row["h2d_bytes"], row["d2h_bytes"], bw)
             row["ratio_to_floor"], row["ratio_to_floor_both"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], row["step_s"] / row["floor_both_s"], rss()
@@ -250,7 +252,8 @@ if __name__ == "__main__":
     ap.add_argument("--optimizer", choices=["adamw", "adamw-bf16", "adamw8bit", "adafactor"], default="adamw")
     ap.add_argument("--weights-dtype", choices=list(DTYPES), default="fp32")
     ap.add_argument("--updates", default="device,host", help="where the update runs, each measured: device (after the backward; the default), "
-                    "host, backward (each block on the device in its backward, clipped by block)")
+                    "host, backward (each block on the device in its backward, clipped by block), auto (whichever of device and host "
+                    "HostOptimizer times faster at its start: the row keeps its choice and both predictions)")
     ap.add_argument("--profile", action="store_true", help="also one whole step under torch.profiler per update place (first budget): "
                     "how long compute and each copy direction were busy, alone and at once, and the longest kernels")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")

@@ -7,21 +7,21 @@ Docs: https://flame-dev.github.io/flame/layerwise.html.md"""
 
 # %% ../nbs/23_layerwise.ipynb #lw000004
 from __future__ import annotations
-import bisect, itertools, math, mmap
+import bisect, itertools, math, mmap, time
 from contextlib import nullcontext
 import torch.distributed as dist
 from typing import Callable
 import torch
 from torch import nn
 from fastcore.basics import patch
-from .optim import FlatOptimizer, group_norm, make_optimizer, norm2
+from .optim import CPU_STEP_ELEMENTS, FlatOptimizer, group_norm, make_optimizer, norm2
 from .tensor import off_device
 from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'HostOptimizer', 'clips_apart', 'unit_groups', 'update_scratch_bytes',
-           'backward_update_bytes', 'layerwise_host_bytes']
+__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart', 'unit_groups',
+           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -53,7 +53,8 @@ class HostOptimizer(torch.optim.Optimizer):
         e.grad_sink = self._fold
         self._handles = [p.register_post_accumulate_grad_hook(self._fold_rest) for p in self.rest]
         self._fresh = set(self.master)                                  # pinned: whose host gradient holds nothing of this step yet
-        self.update = "device" if update == "auto" and e.cuda else "host" if update == "auto" else update
+        self.update_times = None                                        # (`auto` on a GPU: what each place measured, `_choose_update`)
+        self.update = self._choose_update(clip) if update == "auto" else update
         self._streams = tuple(torch.cuda.Stream(e.device) for _ in range(3)) if e.cuda else None   # (in; out of scratch; out of weights)
         self._summed = False
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
@@ -101,6 +102,17 @@ class HostOptimizer(torch.optim.Optimizer):
     def flat(self) -> torch.Tensor: return self.opt.flat                # the master weights, flat, on the host
     @property
     def steps(self) -> int: return self.opt.steps
+
+# %% ../nbs/23_layerwise.ipynb #lw23m003
+@patch
+def _choose_update(self: HostOptimizer, clip: str) -> str:
+    """Where `update='auto'` runs the update: the host on the CPU; on a GPU the device, or the faster place as `_measure_update`
+    times them (kept as `update_times`) for one process's update of at least `UPDATE_MEASURED` elements after the backward."""
+    opt = self.opt
+    if not self.engine.cuda: return "host"
+    if opt.shard[1] > 1 or opt.flat.numel() < UPDATE_MEASURED or (self._same and clips_apart(clip, opt.max_grad_norm)): return "device"
+    self.update_times = self._measure_update()
+    return min(("device", "host"), key=self.update_times.get)
 
 # %% ../nbs/23_layerwise.ipynb #lw000008
 @patch
@@ -599,6 +611,50 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     scale = self.opt._unit_scale(norm, sum(self._at(p)[1] for p in ps))   # (its share: the whole unit's, edges too)
     if self._update_ranges(self._sets, ranges, scale, {"grads": grads, "params": weights}) and self._streams:
         self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
+
+# %% ../nbs/23_layerwise.ipynb #lw23m002
+UPDATE_MEASURED = 1 << 28     # trainable elements from which `update="auto"` on a GPU times both places (fewer: the device)
+
+def _synced(device) -> float:
+    "The time once `device` has done its queued work (on the CPU there is nothing to wait for)."
+    if device.type == "cuda": torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+@patch
+def _measure_update(self: HostOptimizer) -> dict:
+    """Seconds a whole update would take on the host and on the device, {'host': s, 'device': s}: each timed on the first range that
+    fits a scratch set and scaled to the whole part. The host's runs `_apply` over the CPU step's ranges on the buffers themselves,
+    whose values are put back; the device's is the longest of the range's copies in, its update and its copies out, timed apart
+    on page-locked copies (`update='device'` overlaps the three). The optimizer ends as it began."""
+    e, opt = self.engine, self.opt
+    size = _scratch_size(opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
+    ranges = self._chunks(size // SCRATCH_SETS) or self._chunks(size)
+    if not ranges: return {"host": 0.0, "device": math.inf}          # (a piece outgrows the scratch: the update runs on the host)
+    (lo, hi), group = ranges[0], opt._group_at(ranges[0][0])
+    saved = {k: v.clone() for k, v in opt._slices(lo, hi).items()}
+    pinned = {k: v.pin_memory() if e.cuda else v.clone() for k, v in saved.items()}
+    dev = _carve(torch.empty(size, dtype=torch.uint8, device=e.device), saved)
+    def on_host():
+        t, a = time.perf_counter(), lo
+        while a < hi: b = opt._align(min(a + CPU_STEP_ELEMENTS, hi)); opt._apply(group, opt._slices(a, b), a); a = b
+        return time.perf_counter() - t
+    def on_device():
+        t0 = _synced(e.device)
+        for k, v in pinned.items(): dev[k].copy_(v, non_blocking=True)
+        t1 = _synced(e.device); opt._apply(group, dev, lo); t2 = _synced(e.device)
+        for k, v in pinned.items():
+            if k != "grads": v.copy_(dev[k], non_blocking=True)
+        return max(t1 - t0, t2 - t1, _synced(e.device) - t2)
+    opt.steps += 1                                                     # (a step counts itself before its update)
+    try:
+        with torch.no_grad(), off_device():
+            on_host(); on_device()                                     # (warm: kernels compiled, pages touched)
+            t = {"host": on_host(), "device": on_device()}
+    finally:
+        opt.steps -= 1
+        with torch.no_grad():
+            for k, v in opt._slices(lo, hi).items(): v.copy_(saved[k])
+    return {k: s * (opt.part[1] - opt.part[0]) / (hi - lo) for k, s in t.items()}
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
 def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False, world: int = 1) -> int:

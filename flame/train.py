@@ -1371,7 +1371,8 @@ def _say_state(run: Run, st: TrainState, log=print):
     if isinstance(st.opt, HostOptimizer):
         log(f"layer-wise: weights, gradients and {c.optimizer} state in host memory ({format_bytes(storage_bytes(*(t for t in st.opt.opt.state_tensors() if t.device.type == 'cpu')))}), "
             f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
-            + (", each in its backward (clipped by block)" if st.opt.fuses else ""))
+            + (", each in its backward (clipped by block)" if st.opt.fuses else "")
+            + (f" (the update timed at the start: {t['device']:.2f} s on the device, {t['host']:.2f} s on the host)" if (t := st.opt.update_times) else ""))
     if run.device.type == "cpu" and (store := stream_store(run)).exists():   # (a GPU run streams from its pinned pool: no file)
         log(f"stream store: {store} ({format_bytes(store.stat().st_size)}), the block weights a CPU run streams from, in its own layout "
             "(written even when --checkpoint names a file; removed when the run ends)")
