@@ -16,6 +16,7 @@ from torch import nn
 from fastcore.basics import patch
 from .optim import CPU_STEP_ELEMENTS, FlatOptimizer, group_norm, make_optimizer, norm2
 from .tensor import off_device
+from .kernels.core import _tuned_file, remembered
 from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
@@ -107,12 +108,16 @@ class HostOptimizer(torch.optim.Optimizer):
 @patch
 def _choose_update(self: HostOptimizer, clip: str) -> str:
     """Where `update='auto'` runs the update: the host on the CPU; on a GPU the device, or the faster place as `_measure_update`
-    times them (kept as `update_times`) for one process's update of at least `UPDATE_MEASURED` elements after the backward."""
+    times them (kept as `update_times`) for one process's update of at least `UPDATE_MEASURED` elements after the backward; that
+    choice is kept on disk with the kernels' (`remembered`), so every later run of this optimizer and size on this GPU model reads it."""
     opt = self.opt
     if not self.engine.cuda: return "host"
     if opt.shard[1] > 1 or opt.flat.numel() < UPDATE_MEASURED or (self._same and clips_apart(clip, opt.max_grad_norm)): return "device"
-    self.update_times = self._measure_update()
-    return min(("device", "host"), key=self.update_times.get)
+    def measured():
+        self.update_times = self._measure_update()
+        return min(("device", "host"), key=self.update_times.get)
+    key = f"layer-wise update: {type(opt).__name__}, {opt.flat.dtype}, {opt.flat.numel()} elements"   # (kept on disk: a resumed run
+    return remembered(_tuned_file(), key, ["device", "host"], measured)                               #  updates where it did)
 
 # %% ../nbs/23_layerwise.ipynb #lw000008
 @patch
