@@ -468,6 +468,11 @@ def backward_update_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
     return update_scratch_bytes(model, optimizer) + _aligned(_largest_packed(model))
 
 @patch
+def _scratch_bytes(self: HostOptimizer) -> int:
+    "Bytes of the scratch this optimizer's update on the device works in (`_scratch_size` of its weights and largest unit)."
+    return _scratch_size(self.opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
+
+@patch
 def _plan_update(self: HostOptimizer, clip: str):
     """Clip groups (by unit); the scratch an update on the device works in (`_sets`: `SCRATCH_SETS` of them when a piece fits one) and the ranges of
     the whole buffer that fit it (`_whole`); which units the backward may update (`_spans`)."""
@@ -480,8 +485,7 @@ def _plan_update(self: HostOptimizer, clip: str):
     self._segs = {k: _merged(sorted(self._at(self.params[i]) for i in g)) for k, g in enumerate(groups)}
     self._spans, self._unit_of, self._scratch, self._sets, self._kept = {}, {}, None, None, set()
     if not (self.update == "device" and self._same): return              # (weights stream in another dtype: converted on the host)
-    size = _scratch_size(opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
-    self._scratch = torch.empty(size, dtype=torch.uint8, device=e.device)
+    self._scratch = torch.empty(self._scratch_bytes(), dtype=torch.uint8, device=e.device)
     for sets in (list(self._scratch.chunk(SCRATCH_SETS)), [self._scratch]):   # (sets overlap copies with updates; else the whole)
         if (whole := self._chunks(min(s.numel() for s in sets))) is not None: self._sets, self._whole = sets, whole; break
     if self._sets is None: self._scratch, self.fuses = None, False
@@ -631,8 +635,7 @@ def _measure_update(self: HostOptimizer) -> dict:
     fits a scratch set and scaled to the whole part. The host's runs `_apply` over the CPU step's ranges on the buffers themselves,
     whose values are put back; the device's is the longest of the range's copies in, its update and its copies out, timed apart
     on page-locked copies (`update='device'` overlaps the three). The optimizer ends as it began."""
-    e, opt = self.engine, self.opt
-    size = _scratch_size(opt, [self._at(p)[0] for p in self.params], _largest_packed(self.model))
+    e, opt, size = self.engine, self.opt, self._scratch_bytes()
     ranges = self._chunks(size // SCRATCH_SETS) or self._chunks(size)
     if not ranges: return {"host": 0.0, "device": math.inf}          # (a piece outgrows the scratch: the update runs on the host)
     (lo, hi), group = ranges[0], opt._group_at(ranges[0][0])

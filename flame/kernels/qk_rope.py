@@ -148,7 +148,7 @@ def qk_norm_rope(qk, q_weight, k_weight, freqs=None, eps: float = 1e-6):
         check_tensor(name, w, shape=(D,), device=qk.device)
         if w.dtype not in (qk.dtype, torch.float32): raise ValueError(f"{name}: expected dtype {qk.dtype} or torch.float32, got {w.dtype}")
     rotations = [] if freqs is None else [freqs]
-    if freqs is not None: check_freqs(freqs, B, L, D, qk.device)
+    for f in rotations: check_freqs(f, B, L, D, qk.device)
     if qk.numel() and not any(f.requires_grad for f in rotations) and D // 2 <= MAX_WIDTH and use_triton(qk, q_weight, k_weight, *rotations):
         return QKNormRope.apply(qk if qk.stride(-1) == 1 else qk.contiguous(), q_weight, k_weight, freqs, eps)
     return qk_norm_rope_reference(qk, q_weight, k_weight, freqs, eps)
