@@ -11,6 +11,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
     python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
     python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --profile --out /tmp/p.json   # where a step's time goes
     python3 bench/full.py --model sdxl --budgets 8GB --updates auto,device,host --out /tmp/a.json   # what `auto` picks, against both
+    python3 bench/full.py --model sdxl --budgets 8GB --updates device --accum 2 --keep-grads off,on --out /tmp/k.json   # micro-batches
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
 """
 import argparse, datetime, gc, json, statistics, time
@@ -143,18 +144,25 @@ def profile_step(loss, opt) -> dict:
             "lanes": sorted(lanes, key=lambda l: l[2])}                  # (kind, stream, start and end µs) of every copy; compute merged
 
 
-def timed_steps(m, loss, opt, warmup: int, reps: int) -> dict:
-    "Median seconds of whole steps (forward, backward, update) and of their update; peak GPU bytes; bytes moved each way per step."
+def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
+    """Median seconds of whole steps (`accum` micro-batches' forward and backward, the update) and of their update; peak GPU bytes;
+    bytes moved each way per step."""
     e, out = m._flame_streaming, {"step": [], "update": []}
     for i in range(warmup + reps):
         if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved)
-        if opt.fuses: opt.arm()                                        # ("backward": each block updated in it)
-        t0 = time.perf_counter(); backward(loss); torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for k in range(accum):
+            if k == accum - 1: opt.arm()                               # (the last: blocks updated in it, "backward"; sums handed on)
+            backward(loss)
+        torch.cuda.synchronize()
         t1 = time.perf_counter(); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
         if i >= warmup: out["step"].append(time.perf_counter() - t0); out["update"].append(time.perf_counter() - t1)
     resident = sum(u.nbytes for u in e.units if u.index in e.resident) if opt.update == "host" else 0   # write_back copies them in
-    fused = sum(hi - lo for lo, hi, *_ in opt._spans.values()) if opt.fuses else 0   # (those gradients never leave the GPU)
+    fused = sum(hi - lo for i, (lo, hi, *_) in opt._spans.items() if accum == 1 or (e.grad_sums and i in e.resident)) if opt.fuses else 0
+    #      (those gradients never leave the GPU: with micro-batches, only the units whose sums are on it)
     grads = opt.opt.grads.flat.nbytes - fused * opt.opt.grads.flat.element_size()      # each other gradient once, into the fp32 host buffer
+    kept = sum(t.nbytes for t in e.grad_sums.values()) if opt.accumulate else 0          # (a micro-batch each, but those summed on the device)
+    grads = accum * grads - (accum - 1) * (kept - fused * opt.opt.grads.flat.element_size())
     return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
             "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0 + opt.moved[0] - opt0[0]) / reps + resident,
             "d2h_bytes": grads + (opt.moved[1] - opt0[1]) / reps}
@@ -200,20 +208,21 @@ def main(a):
     res["rss_built"] = rss()                                           # (the random model drawn, copied to the host, packed: a trainer loads a file)
     reset_peak_rss()                                                   # the host RSS reported: from the optimizer's construction on
     opt = None
-    for update in a.updates.split(","):                                # "backward": on the device, each block in its backward (clip by unit)
-        if opt is not None: opt.close(); opt = None; gc.collect()
+    for keep, update in [(k, u) for k in a.keep_grads.split(",") for u in a.updates.split(",")]:   # "backward": on the device, each block
+        if opt is not None: opt.close(); opt = None; gc.collect()                                    #  in its backward (clip by unit)
+        m._flame_streaming.keep_grads = keep == "on"                   # (what the planner's streams below count: `flame train`'s choice)
         opt = HostOptimizer(m, lambda ps: make_optimizer(a.optimizer, ps, lr=1e-5, weight_decay=0.01, max_grad_norm=1.0), dtype,
                             update="device" if update == "backward" else update, clip="unit" if update == "backward" else "global",
-                            accumulate=update != "backward")          # (no accumulation: the blocks' gradients never reach the host)
+                            accumulate=update != "backward" or a.accum > 1)   # (one micro-batch: the blocks' gradients never reach the host)
         res.setdefault("rss_after_optimizer", rss())
         for name, b in budgets:
             mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
             torch.cuda.empty_cache()
             row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
-                   **timed_steps(m, loss, opt, a.warmup, a.reps)}
+                   "accum": a.accum, "keep_grads": keep, **timed_steps(m, loss, opt, a.warmup, a.reps, a.accum)}
             if update == "auto": row["auto"] = {"chose": opt.update, "predicted_update_s": opt.update_times}   # (None: nothing timed)
             bw = res["bandwidth"]
-            row["floor_s"], row["floor_both_s"] = floors(res["compute_s"], row["h2d_bytes"], row["d2h_bytes"], bw)
+            row["floor_s"], row["floor_both_s"] = floors(a.accum * res["compute_s"], row["h2d_bytes"], row["d2h_bytes"], bw)
             row["ratio_to_floor"], row["ratio_to_floor_both"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], row["step_s"] / row["floor_both_s"], rss()
             res["budgets"].append(row)
             print(f"budget {name}, update on the {update}: {row} [{time.time() - t0:.0f}s]", flush=True)
@@ -240,9 +249,9 @@ def table(res):
     print(f"\n{res['model']}, {res['params'] / 1e9:.2f}B parameters, {res['weights_dtype']} weights, {res['optimizer']}; {res['device']}, {res['date']}")
     print(f"compute {res['compute_s'] * 1e3:.0f} ms (every block resident); H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s, "
           f"each way with both at once {bw['both'] / 1e9:.1f} GB/s")
-    print(f"{'budget':<10}{'update on':>10}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'× both':>8}{'GPU peak':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
+    print(f"{'budget':<10}{'update on':>10}{'accum':>6}{'sums':>5}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'× both':>8}{'GPU peak':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
     for r in res["budgets"]:
-        print(f"{r['budget']:<10}{r['update']:>10}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{r['ratio_to_floor_both']:>8.2f}"
+        print(f"{r['budget']:<10}{r['update']:>10}{r.get('accum', 1):>6}{r.get('keep_grads', 'off'):>5}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{r['ratio_to_floor_both']:>8.2f}"
               f"{format_bytes(r['peak_bytes']):>11}{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
 
 
@@ -257,6 +266,9 @@ if __name__ == "__main__":
     ap.add_argument("--profile", action="store_true", help="also one whole step under torch.profiler per update place (first budget): "
                     "how long compute and each copy direction were busy, alone and at once, and the longest kernels")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (each the same batch)")
+    ap.add_argument("--keep-grads", default="off", help="off, on or both (off,on): resident blocks' gradients summed on the GPU across "
+                    "micro-batches (the planner counts them: flame train's choice with --grad-accum above 1), or each sent to the host")
     a = parse(ap, SMOKE, warmup=1, reps=3)
     if not torch.cuda.is_available(): ap.exit(2, "bench/full.py needs a CUDA GPU\n")
     need, have = host_need(a.model, DTYPES[a.weights_dtype], a.optimizer, a.updates == "backward"), host_available()

@@ -31,7 +31,7 @@ class HostOptimizer(torch.optim.Optimizer):
     updates them (range by range on the device, or on the host), then writes the new weights where the model reads them.
     `clip='unit'`: each unit clipped to its share of `max_grad_norm`, and updated in the backward (after `arm()`) on the device;
     `accumulate=False` then says no micro-batches are summed: a unit's gradient never goes to the host (an unarmed backward, a
-    measurement, drops it). `reduce(grads)`: sums gradients over processes in place, before they are used. A `FlatOptimizer` made
+    measurement, drops it); with micro-batches, a resident unit's are summed on the device when the plan counted that (`keep_grads`). `reduce(grads)`: sums gradients over processes in place, before they are used. A `FlatOptimizer` made
     with `shard=(rank, world)` keeps the state of its part alone: this process updates that part, and each range's new weights
     go to the others from the process that owns it (`_receive`)."""
     def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32,
@@ -62,6 +62,8 @@ class HostOptimizer(torch.optim.Optimizer):
         self.summed = [0, 0]                                            # gradient elements summed over the processes: on all, to an owner
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
+        self._summing, self._last = set(), False                        # (sums on the device: whose hold this step's; `arm`ed)
+        self._param = {id(p): p for p in self.params}
         self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
         self._locked = [unlock for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
                         if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat))
@@ -84,16 +86,24 @@ class HostOptimizer(torch.optim.Optimizer):
         return out
 
     def _fold(self, p):
-        "Add `p`'s completed gradient into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."
-        if (self._armed or not self.accumulate) and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p): return   # (kept on the device)
-        g = self.opt.grads.view(self.master[id(p)])
+        "`p`'s gradient is complete: summed on the device (`_sum`) until the step's last backward, else handed on (`_give`)."
+        g, s = p.grad.detach(), self.engine.grad_sums.get(id(p)) if self.accumulate else None
+        if s is not None and (g := self._sum(p, g, s)) is None: return   # (kept: not the step's last backward)
+        self._give(p, g)
+
+    def _give(self, p, g):
+        "Add gradient `g` of `p` into its host copy's (pinned: the step's first is copied there, on the GPU's stream)."
+        if (self._armed or not self.accumulate) and (i := self._unit_of.get(id(p))) is not None and self._fuse(i, p, g): return   # (kept on the device)
+        h = self.opt.grads.view(self.master[id(p)])
         self._seen.add(id(p))
-        if self.reduce is not None: self.reduce([p.grad]); self.summed[0] += p.grad.numel()   # (every process's, summed)
+        if self.reduce is not None: self.reduce([g]); self.summed[0] += g.numel()   # (every process's, summed)
         if self.pinned and id(p) in self._fresh:
-            g.copy_(p.grad.detach(), non_blocking=True); self._fresh.discard(id(p))
+            h.copy_(g, non_blocking=True); self._fresh.discard(id(p))
             if self.update == "device":                                  # (the norms, as they come: per clip group)
-                self._sq[self._group_of.get(id(p), 0)] += torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).square()
-        else: g.add_(p.grad.detach().to("cpu")); self._summed = True
+                self._sq[self._group_of.get(id(p), 0)] += torch.linalg.vector_norm(g, dtype=torch.float32).square()
+        elif self.pinned:                                               # (a later micro-batch: the sum so far in, added, out again,
+            h.copy_(h.to(g.device, non_blocking=True).add_(g), non_blocking=True); self._summed = True   #  all queued: no wait)
+        else: h.add_(g.to("cpu")); self._summed = True
 
     def _fold_rest(self, p): self._fold(p); p.grad = None
 
@@ -103,6 +113,18 @@ class HostOptimizer(torch.optim.Optimizer):
     def flat(self) -> torch.Tensor: return self.opt.flat                # the master weights, flat, on the host
     @property
     def steps(self) -> int: return self.opt.steps
+
+# %% ../nbs/23_layerwise.ipynb #lw34s001
+@patch
+def _sum(self: HostOptimizer, p, g: torch.Tensor, s: torch.Tensor) -> torch.Tensor | None:
+    """Add `p`'s gradient `g` to its sum `s` on the device (a resident unit's, `keep_grads`: fp32, as the host sums; the step's first
+    copied, the next added, in the host's order: bit for bit its sums). In the step's last backward (`arm`) return the sum, to hand
+    on; before it None: kept."""
+    first = id(p) not in self._summing
+    if self._last and first: return g                                  # (one micro-batch: nothing to sum)
+    s.copy_(g) if first else s.add_(g)
+    if self._last: self._summing.discard(id(p)); return s
+    self._summing.add(id(p)); return None
 
 # %% ../nbs/23_layerwise.ipynb #lw23m003
 @patch
@@ -155,7 +177,9 @@ def step(self: HostOptimizer):
     "Clip and update every copy the backward did not: range by range on the device (`update='device'`) or all at once on the host."
     if self._dropped: raise RuntimeError(f"step: the last backward was not armed, so the gradients of the {len(self._dropped)} units it "
                                          "kept on the device were dropped; call arm() before a step's last backward")
-    self._flush(); self._landed(); self._armed = False
+    self._armed = False
+    for i in list(self._summing): self._give(self._param[i], self.engine.grad_sums[i])   # (no armed backward gave them: to the host)
+    self._summing.clear(); self._flush(); self._landed(); self._last = False
     if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)
         self.opt.step()
@@ -166,7 +190,7 @@ def step(self: HostOptimizer):
 def zero_grad(self: HostOptimizer, set_to_none: bool = False):
     """Forget the gradients (pinned: by marking every one fresh — the next copies overwrite them, no pass over the buffer; units kept
     on the device: zeroing only what was written, so the rest of the buffer is never touched)."""
-    self._summed = False; self._waiting.clear(); self._dropped.clear()
+    self._summed = self._last = False; self._waiting.clear(); self._dropped.clear(); self._summing.clear()
     if not self.pinned:
         if self.fuses and not self.accumulate:                          # (only what was written: the units' part is never touched)
             for i in self._seen: self.opt.grads.view(self.master[i]).zero_()
@@ -547,17 +571,18 @@ def _host_grads(self: HostOptimizer) -> list:
 
 @patch
 def arm(self: HostOptimizer):
-    "The next backward is the step's last: the units whose whole gradient it makes are updated in it (when this optimizer `fuses`)."
-    self._armed = self.fuses
+    """The next backward is the step's last: the units whose whole gradient it makes are updated in it (when this optimizer `fuses`),
+    and the sums kept on the device go on with the gradients it makes."""
+    self._armed, self._last = self.fuses, True
 
 @patch
-def _fuse(self: HostOptimizer, i: int, p) -> bool:
-    "Keep `p`'s gradient for unit `i`'s update; run it once the unit's last is in (armed; else drop it). False: fold it to the host."
+def _fuse(self: HostOptimizer, i: int, p, g: torch.Tensor) -> bool:
+    "Keep `p`'s gradient `g` for unit `i`'s update; run it once the unit's last is in (armed; else drop it). False: fold it to the host."
     if i in self._done: raise RuntimeError("backward: this step's armed backward already updated the model; call step() before another")
     if i not in self._waiting:                                         # (the unit's first gradient of this backward decides)
         self._waiting[i] = None if any(id(q) in self._seen for q in self._spans[i][2]) else []   # (part of it is on the host)
     if (w := self._waiting[i]) is None: return False
-    w.append((self.master[id(p)].storage_offset(), p.grad.detach().reshape(-1))); self._fresh.discard(id(p))
+    w.append((self.master[id(p)].storage_offset(), g.reshape(-1))); self._fresh.discard(id(p))
     if len(w) == len(self._spans[i][2]):
         if self._armed:
             self._sum_unit(i, w)                                       # (the unit's, every process's, summed)

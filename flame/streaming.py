@@ -348,6 +348,7 @@ class _Engine:
         self._read_by = {}                                         # unit -> a side stream still copying out of its slot
         self._add_hooks()
         self.plan, self.grad_sink = None, None
+        self.keep_grads, self.grad_sums = False, {}                # (`plan`'s keep_grads: fp32 sums per resident weight, `apply`)
 
     def _empty(self, dtype):
         return torch.empty(0, dtype=dtype, device=self.device)
@@ -438,7 +439,7 @@ def apply(self: _Engine, plan):
     self.copier.sync()
     for u in self.units:
         for p in u.params: p.data = self._empty(p.dtype)
-    self.slots = self.resident = None                          # free the previous configuration first
+    self.slots = self.resident = None; self.grad_sums = {}     # free the previous configuration first
     self.slot_views = {}                                       # (unit, slot) -> its parameters' views of the slot (`_bind_slot`)
     self.plan, res = plan, set(plan.resident)
     self.resident = {}
@@ -448,6 +449,7 @@ def apply(self: _Engine, plan):
             mark_streamed(buf)
             self.copier.wait(self.copier.load(buf, self.sources(u), None))
             self._bind(u, buf); self.resident[u.index] = buf
+    self.grad_sums = self._sums([u for u in self.units if u.index in res]) if plan.kept else {}
     self.streamed = [u for u in self.units if u.index not in res]
     self.pos = {u.index: i for i, u in enumerate(self.streamed)}
     size = _aligned(max((u.nbytes for u in self.streamed), default=0))
@@ -456,6 +458,14 @@ def apply(self: _Engine, plan):
     self.ring = _Ring(len(self.streamed), len(self.slots), plan.depth)
     self.ready, self.freed = [None] * len(self.slots), [None] * len(self.slots)
     self.copier.sync()
+
+@patch
+def _sums(self: _Engine, units) -> dict:
+    "One fp32 device buffer for the trainable weights of `units`: a view each, shaped as the weight, by id (where micro-batches sum)."
+    ps = [(p, s) for u in units for p, s in zip(u.params, u.shapes) if p.requires_grad]
+    flat, out, at = torch.empty(sum(math.prod(s) for _, s in ps), dtype=torch.float32, device=self.device), {}, 0
+    for p, s in ps: out[id(p)] = flat[at:at + math.prod(s)].view(s); at += math.prod(s)
+    return out
 
 @patch
 def _views(self: _Engine, u, buf) -> list[torch.Tensor]:
@@ -651,9 +661,12 @@ class Plan:
     moved: int
     floor: float
     device: str = "cpu"
+    kept: list | None = None                # (`keep_grads`: bytes of each unit's fp32 gradients, kept while it is resident)
 
     @property
     def min_budget(self): return _aligned(max(self.unit_bytes)) + self.overhead
+    @property
+    def grad_bytes(self) -> int: return sum(self.kept[i] for i in self.resident) if self.kept else 0   # (in `device_bytes`)
 
     def simulate(self, train=True):
         "The planner's simulated step (dict: time, stall, moved, trace)."
@@ -665,29 +678,32 @@ class Plan:
         t = (f"{self.predicted * 1e3:.1f} ms" + ("" if self.measured else " (transfers only: no compute measured)"))
         return (f"Plan(budget {format_bytes(self.budget)} on {self.device}: {r}/{n} units resident, ring {self.slots} x "
                 f"{format_bytes(self.slot_bytes)}, prefetch depth {self.depth}, checkpoint={self.checkpoint}; "
-                f"block weights on device {format_bytes(self.device_bytes)} + other {format_bytes(self.overhead)}; "
+                f"block weights on device {format_bytes(self.device_bytes)}"
+                + (f" (their gradients {format_bytes(self.grad_bytes)})" if self.grad_bytes else "") + f" + other {format_bytes(self.overhead)}; "
                 f"moves {format_bytes(self.moved)}/step at {self.bandwidth / 1e9:.1f} GB/s; "
                 f"step {t}, floor {self.floor * 1e3:.1f} ms, forward {self.predicted_forward * 1e3:.1f} ms)")
 
 # %% ../nbs/20_streaming.ipynb #d54fbec3
-def _candidates(sizes, w_budget, max_depth, work=None):
+def _candidates(sizes, w_budget, max_depth, work=None, kept=None):
     """(resident units, slots, depth, slot bytes) for every depth x slot class, the rest of `w_budget` filled with residents: from
-    the middle out, and with `work` (each unit's compute, s) also those with the least compute per byte first."""
-    n, total = len(sizes), sum(sizes)
+    the middle out, and with `work` (each unit's compute, s) also those with the least compute per byte first. `kept`: bytes each
+    unit keeps on the device besides its weights while resident (its gradients, `keep_grads`)."""
+    cost = [s + k for s, k in zip(sizes, kept or [0] * len(sizes))]     # (what a resident unit takes; a slot holds weights alone)
+    n, total = len(sizes), sum(cost)
     orders = [sorted(range(n), key=lambda i: abs(i - (n - 1) / 2))]
     if work is not None: orders.append(sorted(range(n), key=lambda i: work[i] / sizes[i]))
     def fills(forced, room):
         for order in orders:
             res, left = set(forced), room
             for i in order:
-                if i not in res and sizes[i] <= left: res.add(i); left -= sizes[i]
+                if i not in res and cost[i] <= left: res.add(i); left -= cost[i]
             yield sorted(res)
     cands = []
     if total <= w_budget: cands.append((list(range(n)), 0, 0, 0))
     for cls in sorted(set(sizes), reverse=True):
         slot = _aligned(cls)
         forced = [i for i in range(n) if sizes[i] > cls]
-        forced_b = sum(sizes[i] for i in forced)
+        forced_b = sum(cost[i] for i in forced)
         for d in range(max_depth + 1):
             k = min(d + 1, n - len(forced))
             room = w_budget - forced_b - k * slot
@@ -704,24 +720,25 @@ class BudgetTooSmall(ValueError):
         super().__init__(f"budget: {format_bytes(budget)} is below the minimum {format_bytes(minimum)} ({parts})")
         self.budget, self.minimum, self.parts = budget, minimum, parts
 
-def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measured, max_depth=4):
-    "Search depths x slot classes x resident fill for the fastest simulated step that fits `budget`."
+def _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, device, measured, max_depth=4, kept=None):
+    "Search depths x slot classes x resident fill for the fastest simulated step that fits `budget` (`kept`: see `_candidates`)."
     n, w_budget, unit = len(sizes), budget - overhead, _aligned(max(sizes))
     if w_budget < unit:
         raise BudgetTooSmall(budget, unit + overhead, f"the largest block, {format_bytes(unit)}"
                              + (f", plus {format_bytes(overhead)} the step needs besides block weights" if overhead else ""))
     host = device != "cpu"
     best = None
-    for res, k, d, slot in _candidates(sizes, w_budget, max_depth, [f + b for f, b in zip(fwd, bwd)]):
+    kept = kept or [0] * n
+    for res, k, d, slot in _candidates(sizes, w_budget, max_depth, [f + b for f, b in zip(fwd, bwd)], kept):
         sim = _simulate(sizes, fwd, bwd, other, bandwidth, res, k, d, True, host)
-        dev = sum(sizes[i] for i in res) + k * slot
+        dev = sum(sizes[i] + kept[i] for i in res) + k * slot
         key = (round(sim["time"], 6), sim["moved"], dev)
         if best is None or key < best[0]: best = (key, res, k, d, slot, sim, dev)
     _, res, k, d, slot, sim, dev = best
     fw = _simulate(sizes, fwd, bwd, other, bandwidth, res, k, d, False, host)
     floor = max(sum(fwd) + sum(bwd) + other, sim["moved"] / bandwidth)
     return Plan(budget, list(sizes), res, k, slot, d, len(res) < n, dev, overhead, bandwidth, list(fwd), list(bwd),
-                other, measured, sim["time"], fw["time"], sim["moved"], floor, device)
+                other, measured, sim["time"], fw["time"], sim["moved"], floor, device, kept if any(kept) else None)
 
 # %% ../nbs/20_streaming.ipynb #464a2124
 def _engine(model, device, units, store, trainable=False):
@@ -816,9 +833,13 @@ def _with_slack(overhead: int) -> int:
     return overhead + max(16 << 20, overhead // 50)
 
 def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda", units=None, store=None,
-         step=None, bandwidth: float | None = None, trainable: bool = False) -> Plan:
-    "Measure (with `example_inputs`) and choose residency, ring slots, prefetch depth; predict the step time."
+         step=None, bandwidth: float | None = None, trainable: bool = False, keep_grads: bool | None = None) -> Plan:
+    """Measure (with `example_inputs`) and choose residency, ring slots, prefetch depth; predict the step time. `keep_grads`
+    (`trainable`): a resident unit keeps its gradients on the device too, in fp32 (micro-batches summed there, `flame.layerwise`);
+    None: as this model's stream was first asked to."""
+    if keep_grads and not trainable: raise ValueError("keep_grads: only a trainable stream has gradients to keep (trainable=True)")
     e = _engine(model, device, units, store, trainable)
+    keep_grads = e.keep_grads if keep_grads is None else keep_grads   # (a plan made again: as the stream's first)
     budget = _budget(budget, e.device)
     sizes = [u.nbytes for u in e.units]
     n = len(sizes)
@@ -834,17 +855,25 @@ def plan(model: nn.Module, budget="auto", example_inputs=None, *, device="cuda",
         if e.cuda: overhead = _with_slack(max(0, peak - len(e.slots) * e.slots[0].numel()))   # all but the probe's ring
         measured = True
     if bandwidth is None: bandwidth = _bandwidth(e)
-    return _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, str(e.device), measured)
+    kept = [_aligned(4 * _trained(u)) for u in e.units] if keep_grads else None
+    return _choose(sizes, fwd, bwd, other, bandwidth, budget, overhead, str(e.device), measured, kept=kept)
+
+def _trained(u) -> int:
+    "Elements of unit `u`'s trainable weights."
+    return sum(math.prod(s) for p, s in zip(u.params, u.shapes) if p.requires_grad)
+
 
 # %% ../nbs/20_streaming.ipynb #e029bfcd
 _plan = plan
 
 def stream(model: nn.Module, device="cuda", budget="auto", store=None, *, units=None, plan: Plan | None = None,
-           example_inputs=None, step=None, trainable: bool = False) -> nn.Module:
+           example_inputs=None, step=None, trainable: bool = False, keep_grads: bool | None = None) -> nn.Module:
     """Stream the frozen weights of `model`'s units to `device` under `budget` bytes; returns the model. `trainable`: all
-    their weights, for a full fine-tune (`flame.layerwise`)."""
+    their weights, for a full fine-tune (`flame.layerwise`); `keep_grads`: see `plan`."""
     e = _engine(model, device, units, store, trainable)
-    if plan is None: plan = _plan(model, budget, example_inputs, device=device, units=units, store=store, step=step, trainable=trainable)
+    if keep_grads is not None: e.keep_grads = keep_grads
+    if plan is None: plan = _plan(model, budget, example_inputs, device=device, units=units, store=store, step=step,
+                                  trainable=trainable, keep_grads=keep_grads)
     elif not isinstance(plan, Plan): raise ValueError(f"plan: expected a Plan from flame.streaming.plan, got {type(plan).__name__}")
     elif plan.unit_bytes != [u.nbytes for u in e.units]:
         raise ValueError(f"plan: made for units of {plan.unit_bytes} bytes, this model's are {[u.nbytes for u in e.units]}")
@@ -946,7 +975,7 @@ def unstream(model: nn.Module) -> nn.Module:
     e = getattr(model, "_flame_streaming", None)
     if e is None: raise ValueError(f"model: this {type(model).__name__} is not streamed")
     e.close()
-    e.slots = e.resident = e.ready = e.freed = None; e.slot_views = {}
+    e.slots = e.resident = e.ready = e.freed = None; e.slot_views, e.grad_sums = {}, {}
     for u in e.units: e._bind_host(u)
     streamed = {id(p) for u in e.units for p in u.params}
     for p in model.parameters():
@@ -992,8 +1021,8 @@ def plot_stream(trace: Trace, timeline=None, title: str | None = None):
 
 # %% ../nbs/20_streaming.ipynb #08c77270
 def replan(p: Plan, budget) -> Plan:
-    "The plan the same measurements give under another `budget`."
-    return _choose(p.unit_bytes, p.fwd, p.bwd, p.other, p.bandwidth, parse_size(budget, "budget"), p.overhead, p.device, p.measured)
+    "The plan the same measurements give under another `budget` (resident units keeping their gradients as `p`'s do)."
+    return _choose(p.unit_bytes, p.fwd, p.bwd, p.other, p.bandwidth, parse_size(budget, "budget"), p.overhead, p.device, p.measured, kept=p.kept)
 
 def budget_curve(p: Plan, n: int = 24):
     "(budgets, predicted step seconds) from the minimum budget to everything resident."
