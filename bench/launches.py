@@ -61,12 +61,12 @@ def sd3_launches(depth: int, base: str, device, counts, counting, warmup: int = 
     "Launches of one LoRA training step of a small SD3.5 (QK norms) of `depth` joint blocks, after `warmup` steps."
     import torch
     from flame.models.sd3 import SD3, SD3Config
-    from flame.models.fp8 import to_fp8, SD3_SKIP
+    from flame.models.fp8 import to_fp8
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     c = SD3Config.tiny(depth=depth, qk_norm="rms")
     m = SD3(c).to(device, dtype).requires_grad_(False)
-    if base == "fp8": m = to_fp8(m, SD3_SKIP)
+    if base == "fp8": m = to_fp8(m, SD3.fp8_skip)
     r = lambda *s: torch.randn(*s, device=device, dtype=dtype)
     t = torch.full((1,), 500., device=device, dtype=dtype)
     return counted(m, lambda: m(r(1, c.in_channels, 8, 8), t, y=r(1, c.pooled_dim), context=r(1, 8, c.context_in_dim)), counts, counting, warmup)
