@@ -160,9 +160,9 @@ def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
     resident = sum(u.nbytes for u in e.units if u.index in e.resident) if opt.update == "host" else 0   # write_back copies them in
     fused = sum(hi - lo for i, (lo, hi, *_) in opt._spans.items() if accum == 1 or (e.grad_sums and i in e.resident)) if opt.fuses else 0
     #      (those gradients never leave the GPU: with micro-batches, only the units whose sums are on it)
-    grads = opt.opt.grads.flat.nbytes - fused * opt.opt.grads.flat.element_size()      # each other gradient once, into the fp32 host buffer
-    kept = sum(t.nbytes for t in e.grad_sums.values()) if opt.accumulate else 0          # (a micro-batch each, but those summed on the device)
-    grads = accum * grads - (accum - 1) * (kept - fused * opt.opt.grads.flat.element_size())
+    kept = sum(t.nbytes for t in e.grad_sums.values()) if opt.accumulate else 0          # (summed on the device: to the host once)
+    grads = accum * (opt.opt.grads.flat.nbytes - kept) + kept - fused * opt.opt.grads.flat.element_size()   # into the fp32 host buffer:
+    #      each other gradient once a micro-batch
     return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
             "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0 + opt.moved[0] - opt0[0]) / reps + resident,
             "d2h_bytes": grads + (opt.moved[1] - opt0[1]) / reps}

@@ -62,8 +62,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self.summed = [0, 0]                                            # gradient elements summed over the processes: on all, to an owner
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
-        self._summing, self._last = set(), False                        # (sums on the device: whose hold this step's; `arm`ed)
-        self._param = {id(p): p for p in self.params}
+        self._summing, self._last = {}, False                           # (sums on the device holding this step's, by id; `arm`ed)
         self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
         self._locked = [unlock for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
                         if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat))
@@ -123,8 +122,8 @@ def _sum(self: HostOptimizer, p, g: torch.Tensor, s: torch.Tensor) -> torch.Tens
     first = id(p) not in self._summing
     if self._last and first: return g                                  # (one micro-batch: nothing to sum)
     s.copy_(g) if first else s.add_(g)
-    if self._last: self._summing.discard(id(p)); return s
-    self._summing.add(id(p)); return None
+    if self._last: del self._summing[id(p)]; return s
+    self._summing[id(p)] = p; return None
 
 # %% ../nbs/23_layerwise.ipynb #lw23m003
 @patch
@@ -178,7 +177,7 @@ def step(self: HostOptimizer):
     if self._dropped: raise RuntimeError(f"step: the last backward was not armed, so the gradients of the {len(self._dropped)} units it "
                                          "kept on the device were dropped; call arm() before a step's last backward")
     self._armed = False
-    for i in list(self._summing): self._give(self._param[i], self.engine.grad_sums[i])   # (no armed backward gave them: to the host)
+    for i, p in self._summing.items(): self._give(p, self.engine.grad_sums[i])   # (no armed backward gave them: to the host)
     self._summing.clear(); self._flush(); self._landed(); self._last = False
     if (work := self._device_work()) is not None: return self._step_on_device(*work)
     with off_device():                                                 # host memory: not the device's (on the CPU, one memory)

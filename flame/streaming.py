@@ -462,9 +462,9 @@ def apply(self: _Engine, plan):
 @patch
 def _sums(self: _Engine, units) -> dict:
     "One fp32 device buffer for the trainable weights of `units`: a view each, shaped as the weight, by id (where micro-batches sum)."
-    ps = [(p, s) for u in units for p, s in zip(u.params, u.shapes) if p.requires_grad]
-    flat, out, at = torch.empty(sum(math.prod(s) for _, s in ps), dtype=torch.float32, device=self.device), {}, 0
-    for p, s in ps: out[id(p)] = flat[at:at + math.prod(s)].view(s); at += math.prod(s)
+    flat, out, at = torch.empty(sum(map(_trained, units)), dtype=torch.float32, device=self.device), {}, 0
+    for p, s in ((p, s) for u in units for p, s in zip(u.params, u.shapes) if p.requires_grad):
+        out[id(p)] = flat[at:at + math.prod(s)].view(s); at += math.prod(s)
     return out
 
 @patch
