@@ -173,16 +173,24 @@ class SpatialTransformer(nn.Module):
         for block in self.transformer_blocks: h = checkpoint(block, h, context) if self.checkpointing else block(h, context)
         return x + self.proj_out(h).transpose(1, 2).reshape(B, C, H, W)
 
-class TimestepEmbedSequential(nn.Sequential):
-    "One UNet block: its layers in order, a `ResBlock` given `emb`, a `SpatialTransformer` given `context`."
-    def forward(self, x: Tensor, emb: Tensor, context: Tensor) -> Tensor:
-        for layer in self:
-            x = layer(x, emb) if isinstance(layer, ResBlock) else layer(x, context) if isinstance(layer, SpatialTransformer) else layer(x)
-        return x
-
-# %% ../../nbs/33_sdxl.ipynb #471a140e
 def _run(block, *args): return block(*args)
 
+class TimestepEmbedSequential(nn.Sequential):
+    "One UNet block: its layers in order, a `ResBlock` given `emb`, a `SpatialTransformer` given `context`."
+    checkpointing = False                              # each ResBlock and resampler recomputed on its own (set by SDXLUNet)
+    def forward(self, x: Tensor, emb: Tensor, context: Tensor) -> Tensor:
+        run = checkpoint if self.checkpointing and torch.is_grad_enabled() else _run
+        for layer in self:
+            if isinstance(layer, ResBlock): x = run(layer, x, emb)
+            elif isinstance(layer, SpatialTransformer): x = layer(x, context)
+            else: x = run(layer, x) if isinstance(layer, (Downsample, Upsample)) else layer(x)
+        return x
+    def units(self) -> list[nn.Module]:
+        "Its stream units in call order: each ResBlock, transformer block and down/upsampler (the first conv is none)."
+        return [u for layer in self for u in (layer.transformer_blocks if isinstance(layer, SpatialTransformer) else
+                                              [layer] if isinstance(layer, (ResBlock, Downsample, Upsample)) else [])]
+
+# %% ../../nbs/33_sdxl.ipynb #471a140e
 class SDXLUNet(nn.Module):
     "Stability's SDXL UNet (sgm `UNetModel`): `model(x, t, context=context, y=y)`, `x` (B, 4, H, W), `t` (B,) in 0…999."
     def __init__(self, config: SDXLConfig):
@@ -216,8 +224,8 @@ class SDXLUNet(nn.Module):
             self.lora_naming = replace(naming, diffusers_layout=diffusers_layout(*layout_shape(c)))
 
     def stream_units(self) -> list[nn.Module]:
-        "The input blocks, the middle block and the output blocks, in call order (unequal sizes; U-shaped skips)."
-        return [*self.input_blocks, self.middle_block, *self.output_blocks]
+        "Each ResBlock, transformer block and down/upsampler, in call order (unequal sizes; U-shaped skips)."
+        return [u for block in (*self.input_blocks, self.middle_block, *self.output_blocks) for u in block.units()]
 
 # %% ../../nbs/33_sdxl.ipynb #37d257c6
 @patch
@@ -229,12 +237,11 @@ def forward(self: SDXLUNet, x: Tensor, t: Tensor, context: Tensor, y: Tensor) ->
     if H % f or W % f: raise ValueError(f"x: expected height and width divisible by {f}, got {H}×{W}")
     _check("t", t, (B,)); _check("context", context, (B, None, c.context_dim)); _check("y", y, (B, c.adm_in_channels))
     emb = self.time_embed(timestep_embedding(t.float(), c.model_channels, time_factor=1.0).to(x.dtype)) + self.label_emb(y)
-    run = checkpoint if self.checkpointing and torch.is_grad_enabled() else _run
     skips, h = [], x
     for block in self.input_blocks:
-        h = run(block, h, emb, context); skips.append(h)
-    h = run(self.middle_block, h, emb, context)
-    for block in self.output_blocks: h = run(block, torch.cat([h, skips.pop()], dim=1), emb, context)
+        h = block(h, emb, context); skips.append(h)
+    h = self.middle_block(h, emb, context)
+    for block in self.output_blocks: h = block(torch.cat([h, skips.pop()], dim=1), emb, context)
     return self.out[2](_norm_silu(self.out[0], h))
 
 # %% ../../nbs/33_sdxl.ipynb #24a135bf
@@ -372,9 +379,9 @@ def _checkpointing(self: SDXLUNet) -> bool: return self._checkpointing
 def _set_checkpointing(self: SDXLUNet, on: bool):
     self._checkpointing = bool(on)
     for m in self.modules():
-        if isinstance(m, SpatialTransformer): m.checkpointing = self._checkpointing
+        if isinstance(m, (SpatialTransformer, TimestepEmbedSequential)): m.checkpointing = self._checkpointing
 SDXLUNet.checkpointing = property(_checkpointing, _set_checkpointing,
-                                  doc="Each unit recomputed in its backward, and inside it each transformer block on its own.")
+                                  doc="Each ResBlock, transformer block and down/upsampler (each stream unit) recomputed in its backward, on its own.")
 
 
 # %% ../../nbs/33_sdxl.ipynb #ab1d07d0
