@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
-from ..autograd import checkpoint
+from ..autograd import block_runner
 from .layers import (Denoiser, DiffusersVAE, EmbedND, FinalLayer, build_loaded, read_checkpoint, variant_loader, Family, LazyTensor, Layout, LoraNaming, MLPEmbedder, ModulationOut,
                                  Modulation, QKNorm, Rename, Schedule, SelfAttention, Split, SwapHalves, guess_checkpoint,
                                  attend, stacked_heads, timestep_embedding,
@@ -128,8 +128,6 @@ class SingleStreamBlock(nn.Module):
         return x + mod.gate * out
 
 # %% ../../nbs/31_flux.ipynb #f777aebb
-def _run(block, *args): return block(*args)
-
 def _batched_ids(name: str, ids, B: int, L: int) -> Tensor:
     if isinstance(ids, Tensor) and ids.ndim == 2: ids = ids.expand(B, -1, -1)
     _check(name, ids, (B, L, None))
@@ -170,7 +168,7 @@ class Flux(nn.Module):
         vec = vec + self.vector_in(y)
         pe = self.pe_embedder(ids)
         img, txt = self.img_in(img), self.txt_in(txt)
-        run = checkpoint if self.checkpointing and torch.is_grad_enabled() else _run
+        run = block_runner(self.checkpointing)
         for block in self.double_blocks: img, txt = run(block, img, txt, vec, pe)
         x = torch.cat((txt, img), 1)
         for block in self.single_blocks: x = run(block, x, vec, pe)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
-from ..autograd import checkpoint
+from ..autograd import block_runner
 from ..kernels import attention, layer_norm_modulated, qk_norm_rope
 from .layers import (Denoiser, DiffusersVAE, Family, FinalLayer, build_loaded, read_checkpoint, variant_loader, LazyTensor, Layout, LoraNaming, Rename, Schedule, Split, SwapHalves, guess_checkpoint,
                                  stacked_heads, timestep_embedding, write_safetensors, text_parts, LaterNets, _fingerprint, _count, clip_state,
@@ -168,8 +168,6 @@ class Embedder(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(in_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden))
     def forward(self, x: Tensor) -> Tensor: return self.mlp(x)
 
-def _run(block, *args): return block(*args)
-
 # %% ../../nbs/32_sd3.ipynb #ee524318
 class SD3(nn.Module):
     "Stability's MMDiT / MMDiT-X: `model(x, t, y=pooled, context=context)`, `x` (B, C, H, W), `t` (B,) = sigma·1000."
@@ -207,7 +205,7 @@ class SD3(nn.Module):
         img = self.x_embedder(x) + self.cropped_pos_embed(h, w).to(x.dtype)
         vec = self.t_embedder(timestep_embedding(t.float(), 256, time_factor=1.0).to(x.dtype)) + self.y_embedder(y)
         ctx = self.context_embedder(context)
-        run = checkpoint if self.checkpointing and torch.is_grad_enabled() else _run
+        run = block_runner(self.checkpointing)
         for block in self.joint_blocks: ctx, img = run(block, ctx, img, vec)
         out = self.final_layer(img, vec).view(B, h, w, p, p, c.out_channels)
         return out.permute(0, 5, 1, 3, 2, 4).reshape(B, c.out_channels, H, W)

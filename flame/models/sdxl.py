@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
-from ..autograd import checkpoint
+from ..autograd import block_runner, checkpoint
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
                                  read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, LaterNets, _fingerprint,
@@ -173,22 +173,22 @@ class SpatialTransformer(nn.Module):
         for block in self.transformer_blocks: h = checkpoint(block, h, context) if self.checkpointing else block(h, context)
         return x + self.proj_out(h).transpose(1, 2).reshape(B, C, H, W)
 
-def _run(block, *args): return block(*args)
+_UNIT_LAYERS = (ResBlock, Downsample, Upsample)      # (with each SpatialTransformer's transformer blocks: the stream units)
 
 class TimestepEmbedSequential(nn.Sequential):
     "One UNet block: its layers in order, a `ResBlock` given `emb`, a `SpatialTransformer` given `context`."
     checkpointing = False                              # each ResBlock and resampler recomputed on its own (set by SDXLUNet)
     def forward(self, x: Tensor, emb: Tensor, context: Tensor) -> Tensor:
-        run = checkpoint if self.checkpointing and torch.is_grad_enabled() else _run
+        run = block_runner(self.checkpointing)
         for layer in self:
-            if isinstance(layer, ResBlock): x = run(layer, x, emb)
-            elif isinstance(layer, SpatialTransformer): x = layer(x, context)
-            else: x = run(layer, x) if isinstance(layer, (Downsample, Upsample)) else layer(x)
+            if isinstance(layer, SpatialTransformer): x = layer(x, context)
+            elif isinstance(layer, _UNIT_LAYERS): x = run(layer, x, emb) if isinstance(layer, ResBlock) else run(layer, x)
+            else: x = layer(x)
         return x
     def units(self) -> list[nn.Module]:
         "Its stream units in call order: each ResBlock, transformer block and down/upsampler (the first conv is none)."
         return [u for layer in self for u in (layer.transformer_blocks if isinstance(layer, SpatialTransformer) else
-                                              [layer] if isinstance(layer, (ResBlock, Downsample, Upsample)) else [])]
+                                              [layer] if isinstance(layer, _UNIT_LAYERS) else [])]
 
 # %% ../../nbs/33_sdxl.ipynb #471a140e
 class SDXLUNet(nn.Module):
