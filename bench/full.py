@@ -10,6 +10,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
     python3 bench/full.py --model sdxl --budgets 8GB --out bench/results/full_sdxl.json
     python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
     python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --profile --out /tmp/p.json   # where a step's time goes
+    python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --cprofile --out /tmp/c.json  # the CPU's side of it
     python3 bench/full.py --model sdxl --budgets 8GB --updates auto,device,host --out /tmp/a.json   # what `auto` picks, against both
     python3 bench/full.py --model sdxl --budgets 8GB --updates device --accum 2 --keep-grads off,on --out /tmp/k.json   # micro-batches
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
@@ -29,7 +30,7 @@ from flame.train import host_available
 from flame.streaming import record, stream
 from flame.tensor import MemoryTimeline
 
-SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True)   # (the GPU suite runs --profile too)
+SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True, cprofile=True)   # (the GPU suite runs both profiles too)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -144,19 +145,37 @@ def profile_step(loss, opt) -> dict:
             "lanes": sorted(lanes, key=lambda l: l[2])}                  # (kind, stream, start and end µs) of every copy; compute merged
 
 
+def cprofile_step(loss, opt, top: int = 15) -> dict:
+    """One whole step under cProfile (the CPU's side): its wall time, when the backward was queued and when the GPU had done it,
+    and the functions that took longest themselves (seconds; cProfile slows Python calls, not the GPU)."""
+    import cProfile, pstats
+    opt.arm(); torch.cuda.synchronize(); pr = cProfile.Profile()
+    t0 = time.perf_counter(); pr.enable(); backward(loss); t1 = time.perf_counter(); torch.cuda.synchronize(); t2 = time.perf_counter()
+    opt.step(); opt.zero_grad(); torch.cuda.synchronize(); pr.disable()
+    st = pstats.Stats(pr).stats                                        # {(file, line, name): (calls, _, own s, cumulative s, _)}
+    rows = sorted(((f"{k[0].split('/')[-1]}:{k[1]}({k[2]})", v[2], v[3], v[1]) for k, v in st.items()), key=lambda r: -r[1])[:top]
+    return {"wall_s": time.perf_counter() - t0, "backward_queued_s": t1 - t0, "backward_done_s": t2 - t0,
+            "top": [{"function": f, "own_s": a, "cumulative_s": b, "calls": n} for f, a, b, n in rows]}
+
+
 def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
-    """Median seconds of whole steps (`accum` micro-batches' forward and backward, the update) and of their update; peak GPU bytes;
-    bytes moved each way per step."""
-    e, out = m._flame_streaming, {"step": [], "update": []}
-    for i in range(warmup + reps):
-        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved)
-        t0 = time.perf_counter()
+    """Median seconds of whole steps (`accum` micro-batches' forward and backward, the update) and of an update alone; peak GPU bytes;
+    bytes moved each way per step. A step is timed as a trainer runs it — from one backward's end (its loss read) to the next's,
+    the update's copies left running as the next forward is queued (`HostOptimizer._hand_on`) — then one more step times its
+    update alone, waited for."""
+    e, ends = m._flame_streaming, []
+    def fwd_bwd():
         for k in range(accum):
             if k == accum - 1: opt.arm()                               # (the last: blocks updated in it, "backward"; sums handed on)
             backward(loss)
-        torch.cuda.synchronize()
-        t1 = time.perf_counter(); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
-        if i >= warmup: out["step"].append(time.perf_counter() - t0); out["update"].append(time.perf_counter() - t1)
+        torch.cuda.synchronize()                                       # (a trainer reads the loss here)
+    for i in range(warmup + reps + 1):
+        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved)
+        if i == warmup + reps: moved1, opt1 = e.bytes_moved, list(opt.moved)   # (the timed steps': not the last one's)
+        fwd_bwd(); ends.append(time.perf_counter())
+        if i < warmup + reps: opt.step(); opt.zero_grad()
+    opt.step(); opt.zero_grad(); torch.cuda.synchronize()
+    out = {"step": [b - a for a, b in zip(ends[warmup:], ends[warmup + 1:])], "update": [time.perf_counter() - ends[-1]]}
     resident = sum(u.nbytes for u in e.units if u.index in e.resident) if opt.update == "host" else 0   # write_back copies them in
     fused = sum(hi - lo for i, (lo, hi, *_) in opt._spans.items() if accum == 1 or (e.grad_sums and i in e.resident)) if opt.fuses else 0
     #      (those gradients never leave the GPU: with micro-batches, only the units whose sums are on it)
@@ -164,8 +183,8 @@ def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
     grads = accum * (opt.opt.grads.flat.nbytes - kept) + kept - fused * opt.opt.grads.flat.element_size()   # into the fp32 host buffer:
     #      each other gradient once a micro-batch
     return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
-            "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (e.bytes_moved - moved0 + opt.moved[0] - opt0[0]) / reps + resident,
-            "d2h_bytes": grads + (opt.moved[1] - opt0[1]) / reps}
+            "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (moved1 - moved0 + opt1[0] - opt0[0]) / reps + resident,
+            "d2h_bytes": grads + (opt1[1] - opt0[1]) / reps}
 
 
 def rss(key: str = "VmHWM") -> int:
@@ -235,6 +254,10 @@ def main(a):
                 if opt.fuses: opt.arm()
                 with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
                 res["memory"] = series(tl)
+            if a.cprofile:
+                res.setdefault("cprofile", {})[update] = cp = cprofile_step(loss, opt)
+                print(f"cprofile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in cp.items() if k != "top"), flush=True)
+                for k in cp["top"]: print(f"  {k['own_s'] * 1e3:9.1f} ms own {k['cumulative_s'] * 1e3:9.1f} ms with callees {k['calls']:6d}x  {k['function']}")
             if a.profile:
                 res.setdefault("profile", {})[update] = prof = profile_step(loss, opt)
                 print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k not in ("top", "lanes")), flush=True)
@@ -265,6 +288,8 @@ if __name__ == "__main__":
                     "HostOptimizer times faster at its start: the row keeps its choice and both predictions)")
     ap.add_argument("--profile", action="store_true", help="also one whole step under torch.profiler per update place (first budget): "
                     "how long compute and each copy direction were busy, alone and at once, and the longest kernels")
+    ap.add_argument("--cprofile", action="store_true", help="also one whole step under cProfile per update place (first budget): "
+                    "the CPU's side — when the backward was queued, when the GPU had done it, the functions that took longest")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (each the same batch)")
     ap.add_argument("--keep-grads", default="off", help="off, on or both (off,on): resident blocks' gradients summed on the GPU across "

@@ -58,6 +58,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self.update = self._choose_update(clip) if update == "auto" else update
         self._streams = tuple(torch.cuda.Stream(e.device) for _ in range(3)) if e.cuda else None   # (in; out of scratch; out of weights)
         self._summed = False
+        self._landing = False                                           # (the last step's copies may still run on the GPU: `synchronize`)
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self.summed = [0, 0]                                            # gradient elements summed over the processes: on all, to an owner
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
@@ -109,7 +110,7 @@ class HostOptimizer(torch.optim.Optimizer):
     @property
     def grad_norm(self) -> float: return self.opt.grad_norm
     @property
-    def flat(self) -> torch.Tensor: return self.opt.flat                # the master weights, flat, on the host
+    def flat(self) -> torch.Tensor: self.synchronize(); return self.opt.flat   # the master weights, flat, on the host
     @property
     def steps(self) -> int: return self.opt.steps
 
@@ -145,6 +146,7 @@ def _choose_update(self: HostOptimizer, clip: str) -> str:
 def write_back(self: HostOptimizer):
     "The host copies become the model's weights: each unit's stream source (and resident buffer), the rest on the device."
     e = self.engine
+    self.synchronize()
     if self.shared: e.reload(e.units)                                  # (they stream from the master: nothing to write)
     else:
         for u in e.units: e.write_unit(u, [self.master.get(id(p)) for p in u.params])   # (None: a frozen weight, kept as it is)
@@ -167,9 +169,14 @@ def _share(self: HostOptimizer):
 def _landed(self: HostOptimizer):
     "Wait for the gradients in flight; zero those that got none this step (pinned: zero_grad leaves them as they were)."
     if not self.pinned: return
-    torch.cuda.synchronize(self.engine.device)
+    torch.cuda.synchronize(self.engine.device); self._landing = False
     for i in self._fresh: self.opt.grads.view(self.master[i]).zero_()
     self._fresh.clear()
+
+@patch
+def synchronize(self: HostOptimizer):
+    "Wait for the last step's copies to land: then the host's weights and state are this step's (what reads them on the CPU calls this)."
+    if self._landing: torch.cuda.synchronize(self.engine.device); self._landing = False
 
 @patch
 def step(self: HostOptimizer):
@@ -196,7 +203,8 @@ def zero_grad(self: HostOptimizer, set_to_none: bool = False):
         else: self.opt.zero_grad()
     self._seen.clear()
     if not self.pinned: return
-    torch.cuda.synchronize(self.engine.device)                          # (no copy may land after this)
+    if not self._landing: torch.cuda.synchronize(self.engine.device)   # (no copy may land after this; after a step's update on
+                                                                       #  the device none can: `step` waited for the backward's)
     self._fresh, self._sq = set(self.master), torch.zeros_like(self._sq)
 
 @patch
@@ -207,17 +215,18 @@ def state_tensors(self: HostOptimizer) -> tuple:
     return tuple(self.rest) + (() if self._scratch is None else (self._scratch,)) + kept
 
 @patch
-def state_dict(self: HostOptimizer) -> dict: return self.opt.state_dict()
+def state_dict(self: HostOptimizer) -> dict: self.synchronize(); return self.opt.state_dict()
 
 @patch
 def load_state_dict(self: HostOptimizer, state_dict: dict):
     "Restore the host optimizer (master weights included) and write its weights into the model."
-    self.opt.load_state_dict(state_dict)
+    self.synchronize(); self.opt.load_state_dict(state_dict)
     self.write_back()
 
 @patch
 def close(self: HostOptimizer):
     "Stop collecting gradients (the engine drops streamed ones again); free the update's scratch; a state kept on the device goes home."
+    self.synchronize()
     for h in self._handles: h.remove()
     self._handles.clear(); self.engine.grad_sink = None
     for unlock in self._pinned + self._locked: unlock()
@@ -405,10 +414,20 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     self._begin()
     here_ = [(a, n, d) for a, n, _, d in self._places()[0] if d is not None]   # resident blocks' weights, those outside the blocks
     self._update_ranges(sets, self._left(ranges), scale, {"params": here_})  # (updated where they are: not copied in again)
-    e.copier.sync()
+    self._hand_on()
     for w in list(e.ring.slot_of): e.ring.forget(w)
     if e.pool is None and not self.shared: self.write_back()           # (streamed from a file: written there)
     self._done.clear(); self._stepped, self._placement = False, None      # (`step` has flushed what was waiting)
+
+# %% ../nbs/23_layerwise.ipynb #lw36h002
+@patch
+def _hand_on(self: HostOptimizer):
+    "After an update on the device: what the GPU does next — compute, block loads — waits there for its copies; the CPU goes on."
+    e = self.engine
+    if not e.cuda: return
+    here = torch.cuda.current_stream(e.device)
+    for s in self._streams: here.wait_stream(s); e.copier.stream.wait_stream(s)
+    self._landing = True
 
 # %% ../nbs/23_layerwise.ipynb #lw000046
 @patch
@@ -729,4 +748,4 @@ def parts(self: HostOptimizer) -> list[tuple[int, int]]: return self.opt.parts()
 @patch
 def state_spans(self: HostOptimizer, rank: int | None = None) -> dict: return self.opt.state_spans(rank)
 @patch(as_prop=True)
-def named_state(self: HostOptimizer) -> dict: return self.opt.named_state
+def named_state(self: HostOptimizer) -> dict: self.synchronize(); return self.opt.named_state
