@@ -17,7 +17,7 @@ __all__ = ['parser', 'main']
 _DEFAULTS = dict(model="tiny", checkpoint=None, data=None, vae=None, text_encoder=None, output=None, mode="lora", prediction=None, zero_terminal_snr=False, min_snr_gamma=None,
                  offset_noise=0.0, steps=400, rank=8,
                  alpha=None, conv_rank=None, conv_alpha=None, lr=3e-3, text_encoder_lr=None, optimizer="adamw", base_dtype="bf16", weights_dtype="fp32", batch_size=8, grad_accum=1, resolution=None, crop="center", repeats=1, budget=None, ema=None,
-                 weight_decay=0.0, max_grad_norm=1.0, clip="global", guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
+                 weight_decay=0.0, max_grad_norm=1.0, clip="global", state_dir=None, guidance=1.0, seed=0, save_every=100, sample_every=0, sample_prompts=None,
                  sample_seeds=4, sample_steps=None, format="kohya", resume=False, overwrite=False, allow_empty_captions=False,
                  caption_dropout=0.0, device="auto", nproc=1, bucket_mb=25.0, progress=True, cuda_graph=False, fsdp="auto")     # = TrainConfig's defaults (checked below), written out so that --help needs no torch
 _EPILOG = """examples:
@@ -121,6 +121,9 @@ def _training(p, D):
                    "(H100: Flux-dev Adafactor 12 GB 1.11-1.18 s a step, host memory 27 GiB, where global took 3.65 s and 91 GiB on the code of "
                    "2026-11-26; SDXL 8 GB "
                    f"1.36x faster; default: {D['clip']})")
+    g.add_argument("--state-dir", metavar="DIR", help="a layer-wise full fine-tune's optimizer state in a memory-mapped file made in DIR, "
+                   "for a host too small to hold it: it runs, but each step reads and writes the state through the disk once its "
+                   "pages go out (an AdamW update on 2 CPUs: 5.7x as long, 2026-11-29); the file is gone when the run ends (default: in host memory)")
     g.add_argument("--batch-size", type=int, metavar="B", help=f"images per micro-batch (default: {D['batch_size']})")
     g.add_argument("--grad-accum", type=int, metavar="K", help=f"micro-batches per optimizer step (default: {D['grad_accum']})")
     g.add_argument("--guidance", type=float, metavar="G", help=f"the guidance input while training a guidance-distilled model (flux-dev) "

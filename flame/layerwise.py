@@ -7,7 +7,7 @@ Docs: https://flame-dev.github.io/flame/layerwise.html.md"""
 
 # %% ../nbs/23_layerwise.ipynb #lw000004
 from __future__ import annotations
-import bisect, itertools, math, mmap, time
+import bisect, itertools, math, mmap, os, shutil, tempfile, time
 from contextlib import nullcontext
 import torch.distributed as dist
 from typing import Callable
@@ -22,7 +22,7 @@ from .policy import trainable_state_bytes
 
 # %% auto #0
 __all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart', 'unit_groups',
-           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes']
+           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes', 'map_state', 'state_file_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -33,9 +33,11 @@ class HostOptimizer(torch.optim.Optimizer):
     `accumulate=False` then says no micro-batches are summed: a unit's gradient never goes to the host (an unarmed backward, a
     measurement, drops it); with micro-batches, a resident unit's are summed on the device when the plan counted that (`keep_grads`). `reduce(grads)`: sums gradients over processes in place, before they are used. A `FlatOptimizer` made
     with `shard=(rank, world)` keeps the state of its part alone: this process updates that part, and each range's new weights
-    go to the others from the process that owns it (`_receive`)."""
+    go to the others from the process that owns it (`_receive`). `state_dir`: the optimizer's state lives in a memory-mapped file
+    there (`map_state`), for a host whose memory cannot hold it."""
     def __init__(self, model: nn.Module, make: Callable[[list], FlatOptimizer], dtype: torch.dtype = torch.float32,
-                 update: str = "auto", clip: str = "global", accumulate: bool = True, reduce: Callable[[list], None] | None = None):
+                 update: str = "auto", clip: str = "global", accumulate: bool = True, reduce: Callable[[list], None] | None = None,
+                 state_dir: str | os.PathLike | None = None):
         e = getattr(model, "_flame_streaming", None)
         if e is None or not e.trainable: raise ValueError("model: stream it with flame.streaming.stream(..., trainable=True) first")
         if update not in ("auto", "device", "host"): raise ValueError(f"update: expected 'auto', 'device' or 'host', got {update!r}")
@@ -49,6 +51,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self.master = self._masters(dtype)                              # (shared: each unit's pool pages handed back once copied)
         if self.shared: self._share()
         self.opt = make([self.master[id(p)] for p in self.params])     # (views of one buffer, in order: adopted, not copied)
+        self.state_file = None if state_dir is None else map_state(self.opt, state_dir)   # (the mapping: the file's pages)
         self._cuts = [lo for lo, _ in self.opt.parts()[1:]]            # (where the processes' parts start: a range never crosses one)
         self._same = all(p.dtype == self.opt.flat.dtype for p in self.params)   # (the weights stream in the master's dtype)
         e.grad_sink = self._fold
@@ -65,7 +68,8 @@ class HostOptimizer(torch.optim.Optimizer):
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
         self._summing, self._last = {}, False                           # (sums on the device holding this step's, by id; `arm`ed)
         self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
-        self._locked = [unlock for t in (self.opt.flat, *self.opt.named_state.values())   # (page-locked: copied at full speed, asynchronously)
+        state = () if self.state_file is not None else self.opt.named_state.values()   # (a mapped state is never locked: RAM it would pin)
+        self._locked = [unlock for t in (self.opt.flat, *state)         # (page-locked: copied at full speed, asynchronously)
                         if e.cuda and t.device.type == "cpu" and (self.update == "device" or (self.shared and t is self.opt.flat))
                         and (unlock := _pin(t, self))]                   # (each: its unlock)
         self._pinned = [unlock for t in self._host_grads() if e.cuda and (unlock := _pin(t, self))]   # (gradients too: full speed, asynchronous)
@@ -708,14 +712,15 @@ def _measure_update(self: HostOptimizer) -> dict:
     return {k: s * (opt.part[1] - opt.part[0]) / (hi - lo) for k, s in t.items()}
 
 # %% ../nbs/23_layerwise.ipynb #lw000025
-def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False, world: int = 1) -> int:
+def layerwise_host_bytes(model: nn.Module, optimizer: str = "adamw", in_backward: bool = False, world: int = 1, state_on_disk: bool = False) -> int:
     """Host bytes a layer-wise full fine-tune of `model` (not yet streamed) keeps: its `optimizer`'s state tensors, and a streamed
     copy of the frozen weights (trained ones stream from their master) — less, `in_backward` (each unit updated in its backward,
     no accumulation), the host gradients of the units that can be; at least the weights and two of the largest unit (on a GPU
     the masters are made from the pool a unit at a time, each unit's pool pages handed back once copied). `world`: one of that
-    many processes, which split the state (the largest part)."""
+    many processes, which split the state (the largest part). `state_on_disk`: without the state (`map_state`'s file holds it)."""
     nbytes, ps = lambda ps: sum(p.numel() * p.element_size() for p in ps), list(model.parameters())
     total = trainable_state_bytes(model, optimizer, world) + nbytes(p for p in ps if not p.requires_grad)
+    if state_on_disk: total -= state_file_bytes(model, optimizer, world)
     return max(total - (_kept_on_device(model, optimizer) if in_backward else 0), nbytes(ps) + 2 * _largest_packed(model))
 
 def _kept_on_device(model: nn.Module, optimizer: str) -> int:
@@ -723,6 +728,31 @@ def _kept_on_device(model: nn.Module, optimizer: str) -> int:
     opt, at = _meta_optimizer(model, optimizer)
     spans = [_span_of([at[id(p)] for p in dict.fromkeys(u.parameters()) if id(p) in at], opt._align) for u in model.stream_units()]
     return sum(hi - lo for lo, hi in filter(None, spans)) * opt.grads.flat.element_size()
+
+# %% ../nbs/23_layerwise.ipynb #lw36s002
+def map_state(opt: FlatOptimizer, folder: str | os.PathLike) -> torch.Tensor | None:
+    """Move `opt`'s state tensors into one memory-mapped file made in `folder` (all its space taken now, unlinked once mapped: it
+    goes with the mapping, a crash included), each a view of it as `_carve` lays them out; returns the mapped bytes (None: no state)."""
+    state = opt.named_state
+    size = sum(_round(t.nbytes) for t in state.values())
+    if not size: return None
+    if not os.path.isdir(folder): raise ValueError(f"state_dir: {folder} is not a folder")
+    if (free := shutil.disk_usage(folder).free) < size:
+        raise ValueError(f"state_dir: the optimizer state needs {size / 1e9:.1f} GB in {folder}, which has {free / 1e9:.1f} GB free")
+    fd, path = tempfile.mkstemp(prefix="flame-state-", suffix=".bin", dir=folder)
+    try:
+        os.posix_fallocate(fd, 0, size)                                  # (the blocks on disk now: no surprise when pages go out)
+        buf = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
+    finally: os.close(fd); os.unlink(path)
+    with torch.no_grad():
+        for (k, t), view in zip(list(state.items()), _carve(buf, state).values()): state[k] = view.copy_(t)
+    return buf
+
+def state_file_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 1) -> int:
+    "Bytes of the file `map_state` makes for `optimizer` over `model`'s trainable weights (one of `world` processes: the largest part's), built on meta."
+    params = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
+    state = lambda r: make_optimizer(optimizer, params, lr=1.0, shard=(r, world)).named_state.values()
+    return max(sum(_round(t.nbytes) for t in state(r)) for r in range(world)) if params else 0
 
 # %% ../nbs/23_layerwise.ipynb #lw000081
 @patch

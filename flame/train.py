@@ -26,7 +26,7 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .kernels.core import compiling_seconds
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, unit_groups, update_scratch_bytes
+from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, state_file_bytes, unit_groups, update_scratch_bytes
 from .fsdp import FSDP_OPTIMIZERS, ShardedOptimizer, fsdp_state_bytes, gather_weights, gathered, keep_whole, read_part, shard_units
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, cpu_encodes_faster, encode_seconds_on_cpu, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
@@ -86,6 +86,8 @@ class TrainConfig:
     max_grad_norm: float | None = 1.0
     clip: str = "global"                 # global: by the whole gradient's norm (exact); unit: each block to its share of max_grad_norm (a
                                          #   layer-wise full fine-tune on a GPU then updates each block in its backward)
+    state_dir: str | None = None         # a layer-wise full fine-tune's optimizer state in a memory-mapped file made in this folder, for a
+                                         #  host too small to hold it (slow once its pages go out to the disk: 23_layerwise)
     fsdp: bool | str = "auto"            # a full fine-tune on several processes: True shards its weights and gradients too (FSDP2; AdamW
                                          #  only); "auto": where only that fits the budget (`start_paths`); False: never
     guidance: float = 1.0                # the guidance input while training a guidance-distilled model
@@ -155,6 +157,8 @@ def _validate(self: TrainConfig):
     if self.min_snr_gamma is not None and not self.min_snr_gamma > 0: _bad(self, "min_snr_gamma", "a positive number or None")
     if isinstance(self.offset_noise, bool) or not (isinstance(self.offset_noise, (int, float)) and self.offset_noise >= 0): _bad(self, "offset_noise", "a number >= 0")
     if self.budget is not None: parse_size(self.budget, "budget")
+    if self.state_dir is not None and (self.mode != "full" or not os.path.isdir(self.state_dir)):
+        _bad(self, "state_dir", "an existing folder, with mode='full' (or None)")
     if self.nproc == "auto": self.nproc = torch.cuda.device_count() if self.device != "cpu" and torch.cuda.is_available() else 1
     if not isinstance(self.nproc, int) or isinstance(self.nproc, bool) or self.nproc < 1: _bad(self, "nproc", "an int >= 1 or 'auto'")
     if isinstance(self.bucket_mb, bool) or not (isinstance(self.bucket_mb, (int, float)) and self.bucket_mb > 0): _bad(self, "bucket_mb", "a positive number")
@@ -656,12 +660,16 @@ def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: t
     it (None: `world`), the optimizer state split over the `world` — in one line naming what shrinks it; None: it can."""
     local = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
-    state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world)   # (a copy a process, a part of the state)
+    disk, on_disk = local * state_file_bytes(model, c.optimizer, world), c.state_dir is not None
+    if on_disk and (free := shutil.disk_usage(c.state_dir).free) < disk:
+        return f"state_dir: the optimizer state needs {format_bytes(disk)} in {c.state_dir}, which has {format_bytes(free)} free"
+    state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world, on_disk)   # (a copy a process, a part of the state)
     if need <= (have := host_available()): return None
     cost = {o: trainable_state_bytes(model, o) for o in OPTIMIZERS}            # (the optimizers whose state on this model is smaller)
     lighter = sorted((o for o in OPTIMIZERS if cost[o] < state), key=cost.get, reverse=True)
     shrink = [o for o, on in (("--fsdp auto", world > 1 and c.optimizer in FSDP_OPTIMIZERS and c.fsdp is False), (f"--optimizer {' / '.join(lighter)}", lighter),
-                              ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1)) if on]
+                              ("--weights-dtype bf16", c.weights_dtype == "fp32"), ("--clip unit", device.type == "cuda" and not kept and c.grad_accum == 1),
+                              (f"--state-dir DIR (the state's {format_bytes(disk)} on a disk: slow)", not on_disk)) if on]
     return (f"host memory: a layer-wise full fine-tune keeps its weights, gradients and {c.optimizer} state on the host"
             + (f", a copy for each of its {local} processes here (the state split between them)" if local > 1 else "") + ", about "
             f"{format_bytes(need)}, but {format_bytes(have)} is available; use {', '.join(shrink + [''])}a --budget above "
@@ -806,7 +814,7 @@ def _host_optimizer(run: Run) -> HostOptimizer:
     if budget is not None and (scratch := _update_scratch(c, model, run.device)): budget = parse_size(budget, "budget") - scratch
     stream(model, run.device, budget, store=stream_store(run) if run.device.type == "cpu" else None, trainable=True)
     return HostOptimizer(model, lambda ps: _make_optimizer(c, ps, (run.rank, run.world)), _WEIGHTS[c.weights_dtype], clip=c.clip,   # (several:
-                         accumulate=c.grad_accum > 1)                                                                        #  the state split)
+                         accumulate=c.grad_accum > 1, state_dir=c.state_dir)                                                 #  the state split)
 
 def _fsdp_optimizer(run: Run, keep: bool = False) -> tuple[ShardedOptimizer, Callable | None]:
     """FSDP2 (`24_fsdp`): each block's weights and gradients sharded over the processes (bf16 compute on a GPU), AdamW over the
