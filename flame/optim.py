@@ -275,9 +275,9 @@ class FlatAdamW(FlatOptimizer):
 
     def _state_sizes(self, lo, hi): return dict(exp_avg=hi - lo, exp_avg_sq=hi - lo)
 
-    def _apply(self, g, t, lo):                                        # (rounding noise keyed by where the range starts)
+    def _apply(self, g, t, lo):                                        # (rounding noise keyed by each element's index: any ranges alike)
         adamw_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
-               stochastic_rounding=self.rounds, seed=self.seed + lo)
+               stochastic_rounding=self.rounds, seed=self.seed, offset=lo)
 
 # %% ../nbs/21_optim.ipynb #38e23fb9
 @patch
@@ -312,7 +312,7 @@ class FlatAdamW8bit(FlatOptimizer):
 
     def _apply(self, g, t, lo):
         adamw8bit_(*t.values(), step=self.steps, lr=g["lr"], betas=g["betas"], eps=g["eps"], weight_decay=g["weight_decay"],
-                   stochastic_rounding=self.rounds, seed=self.seed + lo)
+                   stochastic_rounding=self.rounds, seed=self.seed, offset=lo)
 
 # %% ../nbs/21_optim.ipynb #7f8ce320
 class FlatAdafactor(FlatOptimizer):

@@ -16,17 +16,35 @@ from .core import triton, tl, _jit, _backend, use_triton, check_tensor, register
 
 # %% ../../nbs/15_adamw.ipynb #7cd720ea
 def _sr_seed(seed: int, step: int) -> int:
-    "One 31-bit Philox key per (seed, step)."
+    "One 31-bit rounding key per (seed, step)."
     return (seed * 1_000_003 + step * 7_919 + 1) & 0x7FFFFFFF
 
-def _round_bf16_stochastic(p32: torch.Tensor, seed: int) -> torch.Tensor:
-    "Reference stochastic rounding fp32 -> bf16 (torch's generator; same distribution as the kernel's)."
-    gen = torch.Generator(device=p32.device).manual_seed(seed)
-    noise = torch.randint(0, 1 << 16, p32.shape, generator=gen, device=p32.device, dtype=torch.int32)
+_M32 = 0xFFFFFFFF
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    "x · c mod 2³² for int64 `x` below 2³²: the product in two halves, so int64 never overflows."
+    return (x * (c & 0xFFFF) + (((x * (c >> 16)) & 0xFFFF) << 16)) & _M32
+
+_SR_CHUNK = 1 << 13                   # elements hashed at once: the int64 temporaries stay under a MiB
+
+def _sr_noise(key: int, offset: int, n: int, device) -> torch.Tensor:
+    "16 random bits (int32) for each of elements offset … offset + n - 1 of a buffer: murmur3's finalizer over (index, `key`), as `_sr_bits`."
+    out = torch.empty(n, dtype=torch.int32, device=device)
+    for a in range(0, n, _SR_CHUNK):
+        i = torch.arange(offset + a, offset + min(a + _SR_CHUNK, n), dtype=torch.int64, device=device)
+        x = (_mul32(i & _M32, 0x9E3779B1) + _mul32(i >> 32, 0x85EBCA77) + key) & _M32
+        x = _mul32(x ^ (x >> 16), 0x85EBCA6B)
+        x = _mul32(x ^ (x >> 13), 0xC2B2AE35)
+        out[a:a + i.numel()] = (x ^ (x >> 16)) >> 16
+    return out
+
+def _round_bf16_stochastic(p32: torch.Tensor, key: int, offset: int = 0) -> torch.Tensor:
+    "Reference stochastic rounding fp32 -> bf16, the kernel's bits: `p32`'s elements are a buffer's from `offset` on."
+    noise = _sr_noise(key, offset, p32.numel(), p32.device).view(p32.shape)
     return ((p32.view(torch.int32) + noise) & -65536).view(torch.float32).to(torch.bfloat16)
 
 def adamw_reference_(params, grads, exp_avg, exp_avg_sq, *, step, lr, betas, eps, weight_decay,
-                     stochastic_rounding=False, seed=0):
+                     stochastic_rounding=False, seed=0, offset=0):
     "AdamW on flat buffers in plain PyTorch, in place (fp32 math; bf16 moments updated in fp32, then rounded to nearest)."
     b1, b2 = betas
     p = params.float() * (1 - lr * weight_decay)
@@ -36,21 +54,30 @@ def adamw_reference_(params, grads, exp_avg, exp_avg_sq, *, step, lr, betas, eps
     denom = (v.sqrt() / math.sqrt(1 - b2 ** step)).add_(eps)
     p.addcdiv_(m, denom, value=-lr / (1 - b1 ** step))
     if m is not exp_avg: exp_avg.copy_(m); exp_avg_sq.copy_(v)
-    if stochastic_rounding and params.dtype == torch.bfloat16: params.copy_(_round_bf16_stochastic(p, _sr_seed(seed, step)))
+    if stochastic_rounding and params.dtype == torch.bfloat16: params.copy_(_round_bf16_stochastic(p, _sr_seed(seed, step), offset))
     else: params.copy_(p)
     return params
 
 # %% ../../nbs/15_adamw.ipynb #8a2a4ffb
 @_jit
+def _sr_bits(idx, key):
+    "16 random bits for each index `idx` of a buffer: murmur3's 32-bit finalizer over (index, `key`), in uint32 arithmetic (it wraps)."
+    i = idx.to(tl.int64)
+    x = (i & 0xFFFFFFFF).to(tl.uint32) * 0x9E3779B1 + (i >> 32).to(tl.uint32) * 0x85EBCA77 + key
+    x = (x ^ (x >> 16)) * 0x85EBCA6B
+    x = (x ^ (x >> 13)) * 0xC2B2AE35
+    return (x ^ (x >> 16)) >> 16
+
+@_jit
 def _round_bf16(p, offs, seed, ROUND: tl.constexpr):
-    "fp32 `p` rounded to bf16 (kept in fp32): ROUND 1 to nearest (ties to even), 2 stochastically (Philox at (`seed`, `offs`))."
+    "fp32 `p` rounded to bf16 (kept in fp32): ROUND 1 to nearest (ties to even), 2 stochastically (`_sr_bits` at (`offs`, `seed`))."
     bits = p.to(tl.uint32, bitcast=True)             # add to the 16 bits bf16 drops, then cut them off
     if ROUND == 1: add = 0x7FFF + ((bits >> 16) & 1)
-    else: add = tl.randint(seed, offs.to(tl.uint32)) & 0xFFFF
+    else: add = _sr_bits(offs, seed)
     return ((bits + add) & 0xFFFF0000).to(tl.float32, bitcast=True)
 
 @_jit
-def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, step_size, bc2_sqrt, seed,
+def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, step_size, bc2_sqrt, seed, base,
                   ROUND: tl.constexpr, BLOCK: tl.constexpr, STATE_BF16: tl.constexpr = False):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -62,7 +89,7 @@ def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, 
     m = m + one_minus_b1 * (g - m)
     v = beta2 * v + one_minus_b2 * (g * g)
     p = p - step_size * (m / (tl.sqrt(v) / bc2_sqrt + eps))
-    if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)
+    if ROUND != 0: p = _round_bf16(p, offs + base, seed, ROUND)      # (keyed by the index in the whole buffer)
     tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
     if STATE_BF16:                                    # bf16 moments: rounded to nearest here (the cast alone truncates in the interpreter)
         m, v = _round_bf16(m, offs, seed, 1), _round_bf16(v, offs, seed, 1)
@@ -71,9 +98,10 @@ def _adamw_kernel(P, G, M, V, n, decay, one_minus_b1, beta2, one_minus_b2, eps, 
 
 # %% ../../nbs/15_adamw.ipynb #ae224b20
 def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
-           weight_decay: float = 1e-2, stochastic_rounding: bool = False, seed: int = 0):
+           weight_decay: float = 1e-2, stochastic_rounding: bool = False, seed: int = 0, offset: int = 0):
     """One AdamW step, in place, on flat 1-D buffers: fp32 grads; fp32 or bf16 moments (bf16: rounded to nearest); fp32 or bf16
-    params (bf16: optional stochastic rounding)."""
+    params (bf16: optional stochastic rounding, keyed by `seed`, the step and each element's index in a whole buffer that these
+    start at `offset` of: any split of a buffer into calls rounds alike)."""
     check_tensor("params", params)
     if params.dim() != 1 or params.dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"params: expected a 1-D float32 or bfloat16 tensor, got {tuple(params.shape)} {params.dtype}")
@@ -87,13 +115,13 @@ def adamw_(params, grads, exp_avg, exp_avg_sq, *, step: int, lr: float, betas=(0
     kw = dict(step=step, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if not use_triton(params, grads, exp_avg, exp_avg_sq):
         if params.device.type == "cpu" and params.dtype == state == torch.float32 and _backend.get() != "reference": return _adamw_cpu_(params, grads, exp_avg, exp_avg_sq, **kw)
-        return adamw_reference_(params, grads, exp_avg, exp_avg_sq, **kw, stochastic_rounding=stochastic_rounding, seed=seed)
+        return adamw_reference_(params, grads, exp_avg, exp_avg_sq, **kw, stochastic_rounding=stochastic_rounding, seed=seed, offset=offset)
     n, block = params.numel(), 4096
     rounding = 0 if params.dtype == torch.float32 else 2 if stochastic_rounding else 1
     # coefficients like 1 - beta2 are formed here in float64, as torch does: in fp32 inside the kernel,
     # 1 - 0.999 is off by 5e-5 (relative) and the second moment drifts from torch's
     _adamw_kernel[(triton.cdiv(n, block),)](params, grads, exp_avg, exp_avg_sq, n, 1 - lr * weight_decay, 1 - b1, b2, 1 - b2,
-                                            eps, lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), _sr_seed(seed, step),
+                                            eps, lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), _sr_seed(seed, step), offset,
                                             ROUND=rounding, BLOCK=block, STATE_BF16=state == torch.bfloat16, num_warps=8)
     return params
 

@@ -73,7 +73,7 @@ def adamw8bit_state(n: int, device="cpu") -> tuple:
             torch.zeros(n, dtype=torch.uint8, device=device), torch.zeros(_blocks(n), device=device))
 
 def adamw8bit_reference_(params, grads, exp_avg_codes, exp_avg_absmax, exp_avg_sq_codes, exp_avg_sq_absmax, *,
-                         step, lr, betas, eps, weight_decay, stochastic_rounding=False, seed=0):
+                         step, lr, betas, eps, weight_decay, stochastic_rounding=False, seed=0, offset=0):
     "8-bit AdamW on flat buffers in plain PyTorch, in place: dequantize both moments, AdamW in fp32, quantize them again."
     (b1, b2), (code_m, _, code_v, _) = betas, _tables(params.device)
     m = dequantize_blockwise(exp_avg_codes, exp_avg_absmax, code_m)
@@ -85,7 +85,7 @@ def adamw8bit_reference_(params, grads, exp_avg_codes, exp_avg_absmax, exp_avg_s
     for codes, absmax, x, code in ((exp_avg_codes, exp_avg_absmax, m, code_m), (exp_avg_sq_codes, exp_avg_sq_absmax, v, code_v)):
         q, a = quantize_blockwise(x, code)
         codes.copy_(q); absmax.copy_(a)
-    if stochastic_rounding and params.dtype == torch.bfloat16: params.copy_(_round_bf16_stochastic(p, _sr_seed(seed, step)))
+    if stochastic_rounding and params.dtype == torch.bfloat16: params.copy_(_round_bf16_stochastic(p, _sr_seed(seed, step), offset))
     else: params.copy_(p)
     return params
 
@@ -101,7 +101,7 @@ def _nearest_code(x, MID):
 
 @_jit
 def _adamw8bit_kernel(P, G, QM, AM, QV, AV, CODE_M, MID_M, CODE_V, MID_V, n, n_blocks, decay, one_minus_b1, beta2, one_minus_b2,
-                      eps, step_size, bc2_sqrt, seed, ROUND: tl.constexpr, QBLOCK: tl.constexpr, ROWS: tl.constexpr):
+                      eps, step_size, bc2_sqrt, seed, base, ROUND: tl.constexpr, QBLOCK: tl.constexpr, ROWS: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)        # ROWS quantization blocks
     offs = rows[:, None] * QBLOCK + tl.arange(0, QBLOCK)[None, :]
     mask, rmask = offs < n, rows < n_blocks
@@ -113,7 +113,7 @@ def _adamw8bit_kernel(P, G, QM, AM, QV, AV, CODE_M, MID_M, CODE_V, MID_V, n, n_b
     m = m + one_minus_b1 * (g - m)
     v = beta2 * v + one_minus_b2 * (g * g)
     p = p - step_size * (m / (tl.sqrt(v) / bc2_sqrt + eps))
-    if ROUND != 0: p = _round_bf16(p, offs, seed, ROUND)                     # 15_adamw's rounding
+    if ROUND != 0: p = _round_bf16(p, offs + base, seed, ROUND)              # 15_adamw's rounding (keyed by the whole buffer's index)
     tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
     am = tl.max(tl.where(mask, tl.abs(m), 0.), axis=1)                      # the blocks' new scales
     av = tl.max(tl.where(mask, v, 0.), axis=1)
@@ -142,18 +142,19 @@ def _check(params, grads, exp_avg_codes, exp_avg_absmax, exp_avg_sq_codes, exp_a
     if int(step) < 1: raise ValueError(f"step: expected an int >= 1 (steps count from 1), got {step}")
 
 def adamw8bit_(params, grads, exp_avg_codes, exp_avg_absmax, exp_avg_sq_codes, exp_avg_sq_absmax, *, step: int, lr: float,
-               betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2, stochastic_rounding: bool = False, seed: int = 0):
+               betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2, stochastic_rounding: bool = False, seed: int = 0,
+               offset: int = 0):
     "One AdamW step, in place, on flat buffers: moments as uint8 codes + fp32 absmax per 256 values (`adamw8bit_state`); fp32 grads; fp32 or bf16 params."
     state = (exp_avg_codes, exp_avg_absmax, exp_avg_sq_codes, exp_avg_sq_absmax)
     _check(params, grads, *state, step)
     if not use_triton(params, grads, *state):
         return adamw8bit_reference_(params, grads, *state, step=step, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                    stochastic_rounding=stochastic_rounding, seed=seed)
+                                    stochastic_rounding=stochastic_rounding, seed=seed, offset=offset)
     (b1, b2), n, rows = betas, params.numel(), 16
     rounding = 0 if params.dtype == torch.float32 else 2 if stochastic_rounding else 1
     _adamw8bit_kernel[(triton.cdiv(_blocks(n), rows),)](
         params, grads, *state, *_tables(params.device), n, _blocks(n), 1 - lr * weight_decay, 1 - b1, b2, 1 - b2, eps,
-        lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), _sr_seed(seed, step), ROUND=rounding, QBLOCK=QBLOCK, ROWS=rows, num_warps=8)
+        lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), _sr_seed(seed, step), offset, ROUND=rounding, QBLOCK=QBLOCK, ROWS=rows, num_warps=8)
     return params
 
 # %% ../../nbs/17_adamw8bit.ipynb #7cc514eb
