@@ -1380,7 +1380,9 @@ def _say_state(run: Run, st: TrainState, log=print):
         log(f"layer-wise: weights, gradients and {c.optimizer} state in host memory ({format_bytes(storage_bytes(*(t for t in st.opt.opt.state_tensors() if t.device.type == 'cpu')))}), "
             f"the blocks streamed to {run.device}, updated {'there' if st.opt.update == 'device' else 'on the host'}"
             + (", each in its backward (clipped by block)" if st.opt.fuses else "")
-            + (f" (the update timed at the start: {t['device']:.2f} s on the device, {t['host']:.2f} s on the host)" if (t := st.opt.update_times) else ""))
+            + (f" (the update timed at the start: {t['device']:.2f} s on the device, {t['host']:.2f} s on the host)" if (t := st.opt.update_times) else "")
+            + (f"; the {c.optimizer} state in a memory-mapped file in {c.state_dir}" if st.opt.state_file is not None else ""))
+    elif c.state_dir is not None: log(f"state_dir: not used: this run's {c.optimizer} state is not kept on the host (it does not train layer-wise)")
     if run.device.type == "cpu" and (store := stream_store(run)).exists():   # (a GPU run streams from its pinned pool: no file)
         log(f"stream store: {store} ({format_bytes(store.stat().st_size)}), the block weights a CPU run streams from, in its own layout "
             "(written even when --checkpoint names a file; removed when the run ends)")
