@@ -172,8 +172,8 @@ def _share(self: HostOptimizer):
 @patch
 def _landed(self: HostOptimizer):
     "Wait for the gradients in flight; zero those that got none this step (pinned: zero_grad leaves them as they were)."
+    if self.pinned or self._landing: torch.cuda.synchronize(self.engine.device); self._landing = False   # (and the last update's)
     if not self.pinned: return
-    torch.cuda.synchronize(self.engine.device); self._landing = False
     for i in self._fresh: self.opt.grads.view(self.master[i]).zero_()
     self._fresh.clear()
 
