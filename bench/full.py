@@ -175,14 +175,14 @@ def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
         fwd_bwd(); ends.append(time.perf_counter())
         if i < warmup + reps: opt.step(); opt.zero_grad()
     opt.step(); opt.zero_grad(); torch.cuda.synchronize()
-    out = {"step": [b - a for a, b in zip(ends[warmup:], ends[warmup + 1:])], "update": [time.perf_counter() - ends[-1]]}
+    update_s, steps = time.perf_counter() - ends[-1], [b - a for a, b in zip(ends[warmup:], ends[warmup + 1:])]
     resident = sum(u.nbytes for u in e.units if u.index in e.resident) if opt.update == "host" else 0   # write_back copies them in
     fused = sum(hi - lo for i, (lo, hi, *_) in opt._spans.items() if accum == 1 or (e.grad_sums and i in e.resident)) if opt.fuses else 0
     #      (those gradients never leave the GPU: with micro-batches, only the units whose sums are on it)
     kept = sum(t.nbytes for t in e.grad_sums.values()) if opt.accumulate else 0          # (summed on the device: to the host once)
     grads = accum * (opt.opt.grads.flat.nbytes - kept) + kept - fused * opt.opt.grads.flat.element_size()   # into the fp32 host buffer:
     #      each other gradient once a micro-batch
-    return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(out["step"]), "update_s": statistics.median(out["update"]),
+    return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(steps), "update_s": update_s,
             "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (moved1 - moved0 + opt1[0] - opt0[0]) / reps + resident,
             "d2h_bytes": grads + (opt1[1] - opt0[1]) / reps}
 

@@ -16,13 +16,15 @@ from torch import nn
 from fastcore.basics import patch
 from .optim import CPU_STEP_ELEMENTS, FlatOptimizer, group_norm, make_optimizer, norm2
 from .tensor import off_device
+from .io import format_bytes
 from .kernels.core import _tuned_file, remembered
 from .streaming import _pin, _aligned, _layout
 from .policy import trainable_state_bytes
 
 # %% auto #0
 __all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart', 'unit_groups',
-           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes', 'map_state', 'state_file_bytes']
+           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes', 'map_state', 'state_dir_shortfall',
+           'state_file_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -736,9 +738,7 @@ def map_state(opt: FlatOptimizer, folder: str | os.PathLike) -> torch.Tensor | N
     state = opt.named_state
     size = sum(_round(t.nbytes) for t in state.values())
     if not size: return None
-    if not os.path.isdir(folder): raise ValueError(f"state_dir: {folder} is not a folder")
-    if (free := shutil.disk_usage(folder).free) < size:
-        raise ValueError(f"state_dir: the optimizer state needs {size / 1e9:.1f} GB in {folder}, which has {free / 1e9:.1f} GB free")
+    if why := state_dir_shortfall(folder, size): raise ValueError(why)
     fd, path = tempfile.mkstemp(prefix="flame-state-", suffix=".bin", dir=folder)
     try:
         os.posix_fallocate(fd, 0, size)                                  # (the blocks on disk now: no surprise when pages go out)
@@ -747,6 +747,12 @@ def map_state(opt: FlatOptimizer, folder: str | os.PathLike) -> torch.Tensor | N
     with torch.no_grad():
         for (k, t), view in zip(list(state.items()), _carve(buf, state).values()): state[k] = view.copy_(t)
     return buf
+
+def state_dir_shortfall(folder: str | os.PathLike, need: int) -> str | None:
+    "Why `folder` cannot take a state file of `need` bytes, in one line (what `map_state` and the trainer's host check say); None: it can."
+    if not os.path.isdir(folder): return f"state_dir: {folder} is not a folder"
+    if (free := shutil.disk_usage(folder).free) < need:
+        return f"state_dir: the optimizer state needs {format_bytes(need)} in {folder}, which has {format_bytes(free)} free"
 
 def state_file_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 1) -> int:
     "Bytes of the file `map_state` makes for `optimizer` over `model`'s trainable weights (one of `world` processes: the largest part's), built on meta."

@@ -26,7 +26,7 @@ from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_by
 from .autograd import BucketReduce
 from .kernels.core import compiling_seconds
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
-from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, state_file_bytes, unit_groups, update_scratch_bytes
+from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, state_dir_shortfall, state_file_bytes, unit_groups, update_scratch_bytes
 from .fsdp import FSDP_OPTIMIZERS, ShardedOptimizer, fsdp_state_bytes, gather_weights, gathered, keep_whole, read_part, shard_units
 from .models.layers import FAMILIES, DiffusionModel, Family, check_encoders, checkpoint_id, cpu_encodes_faster, encode_seconds_on_cpu, encoders_on, family, is_diffusion_model, release, write_safetensors
 from .lora import add_lora, save_lora
@@ -661,8 +661,7 @@ def _host_shortfall(c: TrainConfig, model: DiffusionModel, world: int, device: t
     local = world if local is None else local
     kept = updates_in_backward(c, device) and c.grad_accum == 1                  # (the blocks' gradients never reach the host)
     disk, on_disk = local * state_file_bytes(model, c.optimizer, world), c.state_dir is not None
-    if on_disk and (free := shutil.disk_usage(c.state_dir).free) < disk:
-        return f"state_dir: the optimizer state needs {format_bytes(disk)} in {c.state_dir}, which has {format_bytes(free)} free"
+    if on_disk and (why := state_dir_shortfall(c.state_dir, disk)): return why
     state, need = trainable_state_bytes(model, c.optimizer), local * layerwise_host_bytes(model, c.optimizer, kept, world, on_disk)   # (a copy a process, a part of the state)
     if need <= (have := host_available()): return None
     cost = {o: trainable_state_bytes(model, o) for o in OPTIMIZERS}            # (the optimizers whose state on this model is smaller)
