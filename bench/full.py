@@ -11,6 +11,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
     python3 bench/full.py --model flux-dev --weights-dtype bf16 --optimizer adafactor --budgets 24GB,12GB --out bench/results/full_flux.json
     python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --profile --out /tmp/p.json   # where a step's time goes
     python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --cprofile --out /tmp/c.json  # the CPU's side of it
+    python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --timers --out /tmp/t.json    # its host time by function
     python3 bench/full.py --model sdxl --budgets 8GB --updates auto,device,host --out /tmp/a.json   # what `auto` picks, against both
     python3 bench/full.py --model sdxl --budgets 8GB --updates device --accum 2 --keep-grads off,on --out /tmp/k.json   # micro-batches
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
@@ -30,7 +31,7 @@ from flame.train import host_available
 from flame.streaming import record, stream
 from flame.tensor import MemoryTimeline
 
-SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True, cprofile=True)   # (the GPU suite runs both profiles too)
+SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True, cprofile=True, timers=True)   # (the GPU suite runs the profiles too)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -158,6 +159,40 @@ def cprofile_step(loss, opt, top: int = 15) -> dict:
             "top": [{"function": f, "own_s": a, "cumulative_s": b, "calls": n} for f, a, b, n in rows]}
 
 
+TIMED = [("flame.layerwise", "HostOptimizer", ["_fold", "_update_unit", "_update_ranges", "_send_back", "_step_on_device", "_range_views"]),
+         ("flame.layerwise", None, ["_carve", "_placed", "_gather", "group_norm"]),
+         ("flame.streaming", "_Engine", ["acquire", "release", "_issue", "_pre", "_recompute", "_unbind"])]   # (module, class, functions)
+
+
+def timers_step(loss, opt) -> dict:
+    """One whole step with the host time of the update's and the engine's functions (`TIMED`, and the optimizer's `_apply`) summed:
+    {name: (seconds, calls)}, each call's time with what it calls (a function inside itself counted once), by `perf_counter` around
+    each: a microsecond a call, where cProfile slows every Python call. Also the step's wall time and when its backward was queued."""
+    import functools, importlib
+    spent, calls, inside, saved = {}, {}, set(), []
+    def timer(owner, name, tag):
+        f = getattr(owner, name)
+        @functools.wraps(f)
+        def g(*a, **k):
+            if tag in inside: return f(*a, **k)
+            inside.add(tag); t = time.perf_counter()
+            try: return f(*a, **k)
+            finally: spent[tag] = spent.get(tag, 0.0) + time.perf_counter() - t; calls[tag] = calls.get(tag, 0) + 1; inside.discard(tag)
+        saved.append((owner, name, f)); setattr(owner, name, g)
+    for mod, cls, names in TIMED:
+        owner = importlib.import_module(mod) if cls is None else getattr(importlib.import_module(mod), cls)
+        for n in names:
+            if hasattr(owner, n): timer(owner, n, f"{cls or mod}.{n}")   # (absent: an older version of the code)
+    timer(type(opt.opt), "_apply", f"{type(opt.opt).__name__}._apply")
+    try:
+        if opt.fuses: opt.arm()
+        torch.cuda.synchronize(); t0 = time.perf_counter(); backward(loss); t1 = time.perf_counter()
+        opt.step(); opt.zero_grad(); torch.cuda.synchronize(); wall = time.perf_counter() - t0
+    finally:
+        for owner, name, f in reversed(saved): setattr(owner, name, f)
+    return {"wall_s": wall, "backward_queued_s": t1 - t0, "functions": {k: [spent[k], calls[k]] for k in sorted(spent, key=spent.get, reverse=True)}}
+
+
 def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
     """Median seconds of whole steps (`accum` micro-batches' forward and backward, the update) and of an update alone; peak GPU bytes;
     bytes moved each way per step. A step is timed as a trainer runs it — from one backward's end (its loss read) to the next's,
@@ -258,6 +293,10 @@ def main(a):
                 res.setdefault("cprofile", {})[update] = cp = cprofile_step(loss, opt)
                 print(f"cprofile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in cp.items() if k != "top"), flush=True)
                 for k in cp["top"]: print(f"  {k['own_s'] * 1e3:9.1f} ms own {k['cumulative_s'] * 1e3:9.1f} ms with callees {k['calls']:6d}x  {k['function']}")
+            if a.timers:
+                res.setdefault("timers", {})[update] = tm = timers_step(loss, opt)
+                print(f"timers ({update}): step {tm['wall_s']:.3f} s, backward queued at {tm['backward_queued_s']:.3f} s", flush=True)
+                for k, (sec, n) in tm["functions"].items(): print(f"  {sec * 1e3:9.1f} ms {n:6d}x {sec / n * 1e6:9.1f} µs a call  {k}")
             if a.profile:
                 res.setdefault("profile", {})[update] = prof = profile_step(loss, opt)
                 print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k not in ("top", "lanes")), flush=True)
@@ -290,6 +329,8 @@ if __name__ == "__main__":
                     "how long compute and each copy direction were busy, alone and at once, and the longest kernels")
     ap.add_argument("--cprofile", action="store_true", help="also one whole step under cProfile per update place (first budget): "
                     "the CPU's side — when the backward was queued, when the GPU had done it, the functions that took longest")
+    ap.add_argument("--timers", action="store_true", help="also one whole step with the host time of the update's and the engine's "
+                    "functions summed (first budget; TIMED): what the CPU spends where, at a microsecond a call")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
     ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (each the same batch)")
     ap.add_argument("--keep-grads", default="off", help="off, on or both (off,on): resident blocks' gradients summed on the GPU across "

@@ -237,7 +237,7 @@ def close(self: HostOptimizer):
     self._handles.clear(); self.engine.grad_sink = None
     for unlock in self._pinned + self._locked: unlock()
     self._pinned.clear(); self.pinned = False
-    self._locked.clear(); self._scratch = self._sets = None; self.fuses = self._armed = False
+    self._locked.clear(); self._scratch = self._sets = None; self.fuses = self._armed = False; self._views = {}
     for n in self._kept: self.opt.named_state[n] = self.opt.named_state[n].cpu()   # (a later host step reads it there)
     self._kept = set()
 
@@ -361,11 +361,10 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
         if (owner := self._owner(lo)) != opt.shard[0]:   # (another process's part: its new weights come from there)
             placed |= self._receive(sets[k], lo, hi, owner, on_device.get("params"))
             continue
-        host = opt._slices(lo, hi)
-        w = _in_place(lo, hi, *on_device["params"], host["params"].dtype) if self._kept and "params" in on_device else None
+        w = _in_place(lo, hi, *on_device["params"], opt.flat.dtype) if self._kept and "params" in on_device else None
         placed |= w is not None
-        dev = _carve(sets[k], {n: t for n, t in host.items() if n not in self._kept and (w is None or n != "params")})
-        dev = {n: w if n == "params" and w is not None else host[n] if n in self._kept else dev[n] for n in host}   # (`_apply`'s order)
+        host, dev = self._range_views(sets[k], lo, hi, w is not None)
+        if w is not None: dev = {n: w if n == "params" else t for n, t in dev.items()}
         ins = [(dev[n][a - lo:b - lo], t[a - lo:b - lo]) for n, t in host.items() if n in on_device for a, b in _gaps(lo, hi, *on_device[n])]
         ins += [(dev[n], t) for n, t in host.items() if n not in on_device and n not in self._kept]
         with torch.cuda.stream(up) if cuda else nullcontext():
@@ -373,8 +372,7 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
             for d, s in ins: d.copy_(s, non_blocking=True)
         if cuda: here.wait_stream(up)
         for name, (pieces, at) in on_device.items():
-            if name != "params" or w is None:
-                for src, d in _placed(dev[name], lo, pieces, at): d.copy_(src)
+            if name != "params" or w is None: _gather(dev[name], lo, pieces, at)
         if scaled: _scale_pieces(dev["grads"], lo, *scaled)
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
@@ -383,6 +381,26 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
         self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], sets[k], w)
         self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
     return placed
+
+@patch
+def _range_views(self: HostOptimizer, buf: torch.Tensor, lo: int, hi: int, bare: bool) -> tuple[dict, dict]:
+    """(the host's slices, the views the update reads) of flat range [lo, hi) updated in scratch set `buf`, in `_apply`'s order: a
+    kept state's slices as they are, the rest carved out of `buf` — the weights None when `bare` (updated where they are). Made once
+    and kept until the plan changes (`_plan_update`): they were some twenty tensor ops a range, and SDXL's step has 474 ranges."""
+    key = (buf.data_ptr(), lo, hi, bare)
+    if (v := self._views.get(key)) is None:
+        host = self.opt._slices(lo, hi)
+        dev = _carve(buf, {n: t for n, t in host.items() if n not in self._kept and not (bare and n == "params")})
+        v = self._views[key] = (host, {n: None if bare and n == "params" else host[n] if n in self._kept else dev[n] for n in host})
+    return v
+
+def _gather(dst: torch.Tensor, lo: int, pieces: list, starts: list):
+    """Copy what `pieces` — (flat start, length, tensor), sorted, their starts `starts` — hold of flat elements [lo, lo + len) into
+    `dst`: one `cat` when they cover it back to back (a unit's gradients, its weights: one call, not one a tensor), else one copy each."""
+    parts = _placed(dst, lo, pieces, starts)                           # ((a piece's part, where it goes in `dst`), in order)
+    if sum(d.numel() for _, d in parts) == dst.numel(): torch.cat([s for s, _ in parts], out=dst)
+    else:
+        for s, d in parts: d.copy_(s)
 
 def _in_place(lo: int, hi: int, pieces: list, starts: list, dtype) -> torch.Tensor | None:
     """One `dtype` view of flat elements [lo, hi) when `pieces` — (flat start, length, tensor), sorted, their starts `starts` —
@@ -406,6 +424,7 @@ def _send_back(self: HostOptimizer, copies: list, scratch: torch.Tensor, weights
     _, down, out = self._streams
     ours = lambda s: weights is not None and s.untyped_storage().data_ptr() == weights.untyped_storage().data_ptr()
     for stream, part in ((down, [c for c in copies if not ours(c[1])]), (out, [c for c in copies if ours(c[1])])):
+        if not part and stream is out: continue                        # (`down`'s event frees the scratch: always recorded)
         stream.wait_stream(torch.cuda.current_stream(self.engine.device))
         with torch.cuda.stream(stream):
             for d, s in part: d.copy_(s, non_blocking=True)
@@ -531,7 +550,7 @@ def _plan_update(self: HostOptimizer, clip: str):
     self._group_of = {id(self.params[i]): k for k, g in enumerate(groups) for i in g}
     self._sq = torch.zeros(max(len(groups), 1), device=e.device)     # (summed squares of the gradients per group, or of all)
     self._segs = {k: _merged(sorted(self._at(self.params[i]) for i in g)) for k, g in enumerate(groups)}
-    self._spans, self._unit_of, self._scratch, self._sets, self._kept = {}, {}, None, None, set()
+    self._spans, self._unit_of, self._scratch, self._sets, self._kept, self._views = {}, {}, None, None, set(), {}
     if not (self.update == "device" and self._same): return              # (weights stream in another dtype: converted on the host)
     self._scratch = torch.empty(self._scratch_bytes(), dtype=torch.uint8, device=e.device)
     for sets in (list(self._scratch.chunk(SCRATCH_SETS)), [self._scratch]):   # (sets overlap copies with updates; else the whole)

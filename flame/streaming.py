@@ -329,7 +329,7 @@ def page_out(t: torch.Tensor) -> int:
 class _Engine:
     "Streams the frozen weights (or, `trainable`, all weights) of a model's units from a store / host pool into device slots."
     def __init__(self, model, device, units=None, store=None, trainable: bool = False):
-        self.model, self.device, self.trainable = model, _device(device), trainable
+        self.model, self.device, self.trainable, self._nothing = model, _device(device), trainable, {}
         self.units = _find_units(model, units, trainable)
         self.cuda = self.device.type == "cuda"
         if not self.cuda and store is None:
@@ -351,7 +351,9 @@ class _Engine:
         self.keep_grads, self.grad_sums = False, {}                # (`plan`'s keep_grads: fp32 sums per resident weight, `apply`)
 
     def _empty(self, dtype):
-        return torch.empty(0, dtype=dtype, device=self.device)
+        "What an unbound weight holds: an empty tensor, one per dtype (unbinding a unit made one a weight)."
+        if (t := self._nothing.get(dtype)) is None: t = self._nothing[dtype] = torch.empty(0, dtype=dtype, device=self.device)
+        return t
 
     def _move_rest(self):
         "Move what does not stream (parameters outside the units' frozen weights, buffers) to the device."
@@ -428,7 +430,7 @@ def _fill_pool(self: _Engine):
 @patch
 def sources(self: _Engine, u):
     "[(offset in unit `u`'s packed layout, uint8 host tensor)] it streams from: tensors it adopted, else the pool, else the store file."
-    if self.adopted is not None: return self.adopted[u.index]
+    if self.adopted is not None: return self._runs[u.index]
     if self.pool is not None: return [(0, self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes])]
     return self.store.sources(u)
 
@@ -930,6 +932,18 @@ def adopt(self: _Engine, pieces: dict):
     self.copier.sync()                                         # (no copy still reads the pool)
     self._unpin_pool()
     self.pool, self.adopted = None, pieces
+    self._runs = {i: _coalesced(ps) for i, ps in pieces.items()}   # (what a load copies: one copy a run)
+
+def _coalesced(pieces: list) -> list:
+    """(offset, uint8 host tensor) `pieces` with those that lie back to back both in the packed layout and in host memory joined: a
+    unit streamed from its masters (one tensor a weight) loads in a copy or a few, not one a weight — SDXL's 1,680 copies a pass."""
+    out = []
+    for o, t in pieces:
+        if out and out[-1][0] + (a := out[-1][1]).numel() == o and a.data_ptr() + a.numel() == t.data_ptr() \
+                and a.untyped_storage().data_ptr() == t.untyped_storage().data_ptr():
+            out[-1] = (out[-1][0], a.as_strided((a.numel() + t.numel(),), (1,)))
+        else: out.append((o, t))
+    return out
 
 @patch
 def hand_back(self: _Engine, u):
