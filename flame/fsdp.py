@@ -7,13 +7,15 @@ Docs: https://flame-dev.github.io/flame/fsdp.html.md"""
 
 # %% ../nbs/24_fsdp.ipynb #fs24a003
 from __future__ import annotations
+import math
 from typing import Callable
 import torch
 import torch.distributed as dist
 from torch import nn, Tensor
 from fastcore.basics import patch
 import copy
-from .optim import FlatAdamW, FlatOptimizer, make_optimizer, norm2, wire_device
+from .optim import FlatAdamW, FlatOptimizer, norm2, wire_device
+from .policy import meta_optimizer
 from .tensor import storage_bytes
 from .models.layers import ST_DTYPE, ChunkedTensor
 
@@ -223,9 +225,9 @@ def fsdp_state_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 2)
     weight is a scalar, which FSDP2 cannot shard by rows."""
     weights = [p for p in model.parameters() if p.requires_grad]
     if not weights or any(p.dim() == 0 for p in weights): return None if weights else 0
-    shards = [nn.Parameter(torch.empty((-(-p.shape[0] // world), *p.shape[1:]), dtype=p.dtype, device="meta")) for p in weights]
-    opt = make_optimizer(optimizer, shards, lr=1.0)
-    own = sum(s.numel() * s.element_size() * (1 if s.dtype == opt.grads.dtype else 2) for s in shards)   # (not fp32: its gradient too)
+    rows = lambda p: (-(-p.shape[0] // world), *p.shape[1:])           # (rank 0's shard: the most rows)
+    opt = meta_optimizer(weights, optimizer, shape=rows)
+    own = sum(math.prod(rows(p)) * p.element_size() * (1 if p.dtype == opt.grads.dtype else 2) for p in weights)   # (not fp32: its gradient too)
     return own + storage_bytes(*opt.state_tensors())
 
 def keep_whole(net: nn.Module) -> Callable[[], nn.Module]:

@@ -14,12 +14,12 @@ from typing import Callable
 import torch
 from torch import nn
 from fastcore.basics import patch
-from .optim import CPU_STEP_ELEMENTS, FlatOptimizer, group_norm, make_optimizer, norm2
+from .optim import CPU_STEP_ELEMENTS, FlatOptimizer, group_norm, norm2
 from .tensor import off_device
 from .io import format_bytes
 from .kernels.core import _tuned_file, remembered
 from .streaming import _pin, _aligned, _layout
-from .policy import trainable_state_bytes
+from .policy import meta_optimizer, trainable_state_bytes
 
 # %% auto #0
 __all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart', 'unit_groups',
@@ -515,9 +515,9 @@ def _meta_optimizer(model: nn.Module, optimizer: str) -> tuple:
     e = getattr(model, "_flame_streaming", None)                       # (a streamed weight is unbound: its shape is the engine's)
     shape = {id(p): s for u in e.units for p, s in zip(u.params, u.shapes)} if e is not None else {}
     params = [p for p in model.parameters() if p.requires_grad]
-    metas = [nn.Parameter(torch.empty(shape.get(id(p), p.shape), dtype=p.dtype, device="meta")) for p in params]
-    n = [m.numel() for m in metas]
-    return make_optimizer(optimizer, metas, lr=1.0), dict(zip(map(id, params), zip(itertools.accumulate(n, initial=0), n)))
+    n = [math.prod(shape.get(id(p), p.shape)) for p in params]
+    opt = meta_optimizer(params, optimizer, shape=lambda p: shape.get(id(p), p.shape))
+    return opt, dict(zip(map(id, params), zip(itertools.accumulate(n, initial=0), n)))
 
 def _largest_packed(model: nn.Module) -> int:
     "Bytes of `model`'s largest unit as the streaming engine packs it (streamed already, or not yet; `policy._largest_unit` sums it)."
@@ -709,7 +709,7 @@ def _measure_update(self: HostOptimizer) -> dict:
     (lo, hi), group = ranges[0], opt._group_at(ranges[0][0])
     saved = {k: v.clone() for k, v in opt._slices(lo, hi).items()}
     pinned = {k: v.pin_memory() if e.cuda else v.clone() for k, v in saved.items()}
-    dev = _carve(torch.empty(size, dtype=torch.uint8, device=e.device), saved)
+    dev = _carve(torch.empty(sum(_round(t.nbytes) for t in saved.values()), dtype=torch.uint8, device=e.device), saved)   # (the range's, not the scratch)
     def on_host():
         t, a = time.perf_counter(), lo
         while a < hi: b = opt._align(min(a + CPU_STEP_ELEMENTS, hi)); opt._apply(group, opt._slices(a, b), a); a = b
@@ -775,8 +775,8 @@ def state_dir_shortfall(folder: str | os.PathLike, need: int) -> str | None:
 
 def state_file_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 1) -> int:
     "Bytes of the file `map_state` makes for `optimizer` over `model`'s trainable weights (one of `world` processes: the largest part's), built on meta."
-    params = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
-    state = lambda r: make_optimizer(optimizer, params, lr=1.0, shard=(r, world)).named_state.values()
+    params = [p for p in model.parameters() if p.requires_grad]
+    state = lambda r: meta_optimizer(params, optimizer, (r, world)).named_state.values()
     return max(sum(_round(t.nbytes) for t in state(r)) for r in range(world)) if params else 0
 
 # %% ../nbs/23_layerwise.ipynb #lw000081

@@ -19,8 +19,8 @@ from .streaming import BudgetTooSmall, Plan, plan, stream
 from .optim import make_optimizer
 
 # %% auto #0
-__all__ = ['POLICIES', 'unit_bytes', 'frozen_unit_bytes', 'trainable_state_bytes', 'place', 'measure_peak', 'MemoryPlan',
-           'trains_layerwise', 'NeedsLayerwise', 'plan_memory', 'check_budget', 'enforce', 'Probe']
+__all__ = ['POLICIES', 'unit_bytes', 'frozen_unit_bytes', 'trainable_state_bytes', 'meta_optimizer', 'place', 'measure_peak',
+           'MemoryPlan', 'trains_layerwise', 'NeedsLayerwise', 'plan_memory', 'check_budget', 'enforce', 'Probe']
 
 # %% ../nbs/22_policy.ipynb #eb115d27
 POLICIES = ("resident", "checkpoint", "offload", "stream")
@@ -37,9 +37,16 @@ def trainable_state_bytes(model, optimizer: str = "adamw", world: int = 1) -> in
     """Bytes `flame.optim`'s `optimizer` keeps for `model`'s trainable parameters (the parameters in their dtype, fp32 gradients, its
     state; sharded over `world` processes, the largest part's state): measured from the buffers it makes when built on the meta
     device, which allocates nothing."""
-    params = [nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta")) for p in model.parameters() if p.requires_grad]
+    params = [p for p in model.parameters() if p.requires_grad]
     if not params: return 0
-    return max(storage_bytes(*make_optimizer(optimizer, params, lr=1.0, shard=(r, world)).state_tensors()) for r in range(world))
+    return max(storage_bytes(*meta_optimizer(params, optimizer, (r, world)).state_tensors()) for r in range(world))
+
+def meta_optimizer(params, optimizer: str = "adamw", shard: tuple[int, int] = (0, 1), shape: Callable | None = None):
+    """`flame.optim`'s `optimizer` over stand-ins for `params` built on the meta device, which allocates nothing: the buffers it would
+    make, sized for free (this process's part of `shard`). `shape(p)`: a stand-in's shape where it is not `p.shape` (a streamed
+    weight is unbound, FSDP2 keeps a shard of rows). What the state, host and file sizes here, in 23 and in 24 are measured from."""
+    metas = [nn.Parameter(torch.empty(p.shape if shape is None else shape(p), dtype=p.dtype, device="meta")) for p in params]
+    return make_optimizer(optimizer, metas, lr=1.0, shard=shard)
 
 def place(model: nn.Module, device, budget=None, optimizer: str = "adamw") -> nn.Module:
     "Move `model` to `device` — all but the frozen stream-unit weights when those and the trainable state exceed `budget`."

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from fastcore.basics import patch
-from ..autograd import block_runner, checkpoint
+from ..autograd import block_runner
 from ..kernels import attention, group_norm
 from .layers import (Denoiser, DiffusersVAE, Family, LazyTensor, Layout, LoraNaming, Rename, Schedule, build_loaded, guess_checkpoint,
                                  read_checkpoint, read_safetensors, timestep_embedding, variant_loader, write_safetensors, text_parts, LaterNets, _fingerprint,
@@ -170,7 +170,8 @@ class SpatialTransformer(nn.Module):
     def forward(self, x: Tensor, context: Tensor) -> Tensor:
         B, C, H, W = x.shape
         h = self.proj_in(self.norm(x).flatten(2).transpose(1, 2))
-        for block in self.transformer_blocks: h = checkpoint(block, h, context) if self.checkpointing else block(h, context)
+        run = block_runner(self.checkpointing)          # (as the UNet's other blocks: under no_grad, plainly)
+        for block in self.transformer_blocks: h = run(block, h, context)
         return x + self.proj_out(h).transpose(1, 2).reshape(B, C, H, W)
 
 _UNIT_LAYERS = (ResBlock, Downsample, Upsample)      # (with each SpatialTransformer's transformer blocks: the stream units)
