@@ -251,6 +251,10 @@ def _carve(buf: torch.Tensor, like: dict) -> dict:
         out[k] = buf[off:off + t.nbytes].view(t.dtype).view(t.shape); off += _round(t.nbytes)
     return out
 
+def _carved_bytes(like: dict) -> int:
+    "Bytes of the uint8 buffer `_carve` lays out `like`'s tensors in."
+    return sum(_round(t.nbytes) for t in like.values())
+
 def _last(a: int, b: int, ok: Callable) -> int:
     "The largest x in [a, b] where `ok` holds, given it holds at `a` and, once false, stays false: a binary search."
     while a < b:
@@ -515,8 +519,9 @@ def _meta_optimizer(model: nn.Module, optimizer: str) -> tuple:
     e = getattr(model, "_flame_streaming", None)                       # (a streamed weight is unbound: its shape is the engine's)
     shape = {id(p): s for u in e.units for p, s in zip(u.params, u.shapes)} if e is not None else {}
     params = [p for p in model.parameters() if p.requires_grad]
-    n = [math.prod(shape.get(id(p), p.shape)) for p in params]
-    opt = meta_optimizer(params, optimizer, shape=lambda p: shape.get(id(p), p.shape))
+    of = lambda p: shape.get(id(p), p.shape)
+    n = [math.prod(of(p)) for p in params]
+    opt = meta_optimizer(params, optimizer, shape=of)
     return opt, dict(zip(map(id, params), zip(itertools.accumulate(n, initial=0), n)))
 
 def _largest_packed(model: nn.Module) -> int:
@@ -709,7 +714,7 @@ def _measure_update(self: HostOptimizer) -> dict:
     (lo, hi), group = ranges[0], opt._group_at(ranges[0][0])
     saved = {k: v.clone() for k, v in opt._slices(lo, hi).items()}
     pinned = {k: v.pin_memory() if e.cuda else v.clone() for k, v in saved.items()}
-    dev = _carve(torch.empty(sum(_round(t.nbytes) for t in saved.values()), dtype=torch.uint8, device=e.device), saved)   # (the range's, not the scratch)
+    dev = _carve(torch.empty(_carved_bytes(saved), dtype=torch.uint8, device=e.device), saved)   # (the range's, not the scratch)
     def on_host():
         t, a = time.perf_counter(), lo
         while a < hi: b = opt._align(min(a + CPU_STEP_ELEMENTS, hi)); opt._apply(group, opt._slices(a, b), a); a = b
@@ -755,7 +760,7 @@ def map_state(opt: FlatOptimizer, folder: str | os.PathLike) -> torch.Tensor | N
     """Move `opt`'s state tensors into one memory-mapped file made in `folder` (all its space taken now, unlinked once mapped: it
     goes with the mapping, a crash included), each a view of it as `_carve` lays them out; returns the mapped bytes (None: no state)."""
     state = opt.named_state
-    size = sum(_round(t.nbytes) for t in state.values())
+    size = _carved_bytes(state)
     if not size: return None
     if why := state_dir_shortfall(folder, size): raise ValueError(why)
     fd, path = tempfile.mkstemp(prefix="flame-state-", suffix=".bin", dir=folder)
@@ -776,8 +781,7 @@ def state_dir_shortfall(folder: str | os.PathLike, need: int) -> str | None:
 def state_file_bytes(model: nn.Module, optimizer: str = "adamw", world: int = 1) -> int:
     "Bytes of the file `map_state` makes for `optimizer` over `model`'s trainable weights (one of `world` processes: the largest part's), built on meta."
     params = [p for p in model.parameters() if p.requires_grad]
-    state = lambda r: meta_optimizer(params, optimizer, (r, world)).named_state.values()
-    return max(sum(_round(t.nbytes) for t in state(r)) for r in range(world)) if params else 0
+    return max(_carved_bytes(meta_optimizer(params, optimizer, (r, world)).named_state) for r in range(world)) if params else 0
 
 # %% ../nbs/23_layerwise.ipynb #lw000081
 @patch
