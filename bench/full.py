@@ -14,6 +14,7 @@ same run) and each direction's bytes over its bandwidth (pinned copies, timed in
     python3 bench/full.py --model sdxl --budgets 8GB --updates backward,device --timers --out /tmp/t.json    # its host time by function
     python3 bench/full.py --model sdxl --budgets 8GB --updates auto,device,host --out /tmp/a.json   # what `auto` picks, against both
     python3 bench/full.py --model sdxl --budgets 8GB --updates device --accum 2 --keep-grads off,on --out /tmp/k.json   # micro-batches
+    python3 bench/full.py --model sdxl --budgets 8GB --updates backward --graphs off,on --out /tmp/g.json   # blocks as CUDA graphs
     python3 bench/full.py --smoke --out /tmp/full.json        # a tiny Flux, 64 + 8 tokens, a budget of 3 blocks
 """
 import argparse, datetime, gc, json, statistics, time
@@ -21,6 +22,7 @@ import torch
 from flux import parse, random_flux
 from sdxl import unit_gain
 from streaming import inputs as flux_inputs, series
+from flame.graphs import BlockGraphs
 from flame.io import atomic_write, format_bytes, parse_size
 from flame.layerwise import HostOptimizer, layerwise_host_bytes
 from flame.models.flux import Flux, FluxConfig
@@ -31,7 +33,7 @@ from flame.train import host_available
 from flame.streaming import record, stream
 from flame.tensor import MemoryTimeline
 
-SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True, cprofile=True, timers=True)   # (the GPU suite runs the profiles too)
+SMOKE = dict(model="flux-tiny", budgets="3blocks", warmup=1, reps=2, profile=True, cprofile=True, timers=True, graphs="off,on")   # (the GPU suite runs the profiles too)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
@@ -193,11 +195,12 @@ def timers_step(loss, opt) -> dict:
     return {"wall_s": wall, "backward_queued_s": t1 - t0, "functions": {k: [spent[k], calls[k]] for k in sorted(spent, key=spent.get, reverse=True)}}
 
 
-def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
+def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1, graphs=None) -> dict:
     """Median seconds of whole steps (`accum` micro-batches' forward and backward, the update) and of an update alone; peak GPU bytes;
     bytes moved each way per step. A step is timed as a trainer runs it — from one backward's end (its loss read) to the next's,
     the update's copies left running as the next forward is queued (`HostOptimizer._hand_on`) — then one more step times its
-    update alone, waited for."""
+    update alone, waited for. With `graphs` (a `BlockGraphs`): its captures, those in the timed steps (none expected), and the peak
+    reserved, which counts the graphs' memory pool (their allocations are not the allocator's)."""
     e, ends = m._flame_streaming, []
     def fwd_bwd():
         for k in range(accum):
@@ -205,7 +208,7 @@ def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
             backward(loss)
         torch.cuda.synchronize()                                       # (a trainer reads the loss here)
     for i in range(warmup + reps + 1):
-        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved)
+        if i == warmup: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); moved0, opt0 = e.bytes_moved, list(opt.moved); c0 = graphs and graphs.captures
         if i == warmup + reps: moved1, opt1 = e.bytes_moved, list(opt.moved)   # (the timed steps': not the last one's)
         fwd_bwd(); ends.append(time.perf_counter())
         if i < warmup + reps: opt.step(); opt.zero_grad()
@@ -219,7 +222,8 @@ def timed_steps(m, loss, opt, warmup: int, reps: int, accum: int = 1) -> dict:
     #      each other gradient once a micro-batch
     return {"update": "backward" if opt.fuses else opt.update, "step_s": statistics.median(steps), "update_s": update_s,
             "peak_bytes": torch.cuda.max_memory_allocated(), "h2d_bytes": (moved1 - moved0 + opt1[0] - opt0[0]) / reps + resident,
-            "d2h_bytes": grads + (opt1[1] - opt0[1]) / reps}
+            "d2h_bytes": grads + (opt1[1] - opt0[1]) / reps, "reserved_peak_bytes": torch.cuda.max_memory_reserved(),
+            **({"captures": graphs.captures, "captures_timed": graphs.captures - c0, "graphs_kept": len(graphs.graphs)} if graphs else {})}
 
 
 def rss(key: str = "VmHWM") -> int:
@@ -272,49 +276,75 @@ def main(a):
         for name, b in budgets:
             mp = plan_memory(m, opt, Probe(lambda: autocast(loss), opt), dev, b)
             torch.cuda.empty_cache()
-            row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
-                   "accum": a.accum, "keep_grads": keep, **timed_steps(m, loss, opt, a.warmup, a.reps, a.accum)}
-            if update == "auto": row["auto"] = {"chose": opt.update, "predicted_update_s": opt.update_times}   # (None: nothing timed)
-            bw = res["bandwidth"]
-            row["floor_s"], row["floor_both_s"] = floors(a.accum * res["compute_s"], row["h2d_bytes"], row["d2h_bytes"], bw)
-            row["ratio_to_floor"], row["ratio_to_floor_both"], row["rss_peak_bytes"] = row["step_s"] / row["floor_s"], row["step_s"] / row["floor_both_s"], rss()
-            res["budgets"].append(row)
-            print(f"budget {name}, update on the {update}: {row} [{time.time() - t0:.0f}s]", flush=True)
-            atomic_write(a.out, json.dumps(res, indent=1))
-            if name != budgets[0][0]: continue
-            if "trace" not in res:
-                with record(m) as rec: backward(loss); torch.cuda.synchronize()
-                res["trace"] = rec.result.to_dict()
-                opt.zero_grad()
-                if opt.fuses: opt.arm()
-                with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
-                res["memory"] = series(tl)
-            if a.cprofile:
-                res.setdefault("cprofile", {})[update] = cp = cprofile_step(loss, opt)
-                print(f"cprofile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in cp.items() if k != "top"), flush=True)
-                for k in cp["top"]: print(f"  {k['own_s'] * 1e3:9.1f} ms own {k['cumulative_s'] * 1e3:9.1f} ms with callees {k['calls']:6d}x  {k['function']}")
-            if a.timers:
-                res.setdefault("timers", {})[update] = tm = timers_step(loss, opt)
-                print(f"timers ({update}): step {tm['wall_s']:.3f} s, backward queued at {tm['backward_queued_s']:.3f} s", flush=True)
-                for k, (sec, n) in tm["functions"].items(): print(f"  {sec * 1e3:9.1f} ms {n:6d}x {sec / n * 1e6:9.1f} µs a call  {k}")
-            if a.profile:
-                res.setdefault("profile", {})[update] = prof = profile_step(loss, opt)
-                print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k not in ("top", "lanes")), flush=True)
-                for k in prof["top"]: print(f"  {k['s'] * 1e3:9.1f} ms {k['calls']:6d}x  {k['kernel']}")
+            for graphs in a.graphs.split(","):                         # one plan, timed with eager blocks and with graphed ones
+                bg = BlockGraphs([u.module for u in m._flame_streaming.units]) if graphs == "on" else None
+                warmup = a.warmup if bg is None else max(a.warmup, 3)  # (graphs: the first steps capture)
+                row = {"budget": name, "budget_bytes": b, "policy": mp.policy, "plan": repr(mp.stream), "measured": mp.measured,
+                       "accum": a.accum, "keep_grads": keep, "graphs": graphs, **timed_steps(m, loss, opt, warmup, a.reps, a.accum, bg)}
+                if update == "auto": row["auto"] = {"chose": opt.update, "predicted_update_s": opt.update_times}   # (None: nothing timed)
+                row["rss_peak_bytes"] = rss()
+                floor(row, res)
+                res["budgets"].append(row)
+                print(f"budget {name}, update on the {update}, graphs {graphs}: {row} [{time.time() - t0:.0f}s]", flush=True)
+                atomic_write(a.out, json.dumps(res, indent=1))
+                if name == budgets[0][0]: extras(a, res, m, loss, opt, update if bg is None else f"{update}+graphs", dev)
+                if bg is not None: bg.close(); torch.cuda.empty_cache()
+    if "on" in a.graphs.split(","):                                    # the floor's compute again, each block replayed as CUDA graphs:
+        opt.close(); opt = None; gc.collect()                          #  measured last, every block resident again (measured first, it
+        stream(m, dev, weights + 2**31, trainable=True)                #  left the planner's probe 1.5 GiB more to count: H200, 2026-11-29)
+        with BlockGraphs([u.module for u in m._flame_streaming.units]):
+            for _ in range(max(a.warmup, 2)): compute()
+            torch.cuda.synchronize(); ts = []
+            for _ in range(a.reps):
+                s = time.perf_counter(); compute(); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
+        res["compute_graphed_s"] = statistics.median(ts)
+        print(f"compute (all resident, blocks as CUDA graphs): {res['compute_graphed_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
+        for row in res["budgets"]: floor(row, res)
     res["wall_s"] = time.time() - t0
     atomic_write(a.out, json.dumps(res, indent=1))
     table(res)
 
 
+def floor(row: dict, res: dict):
+    "The row's floors and its ratios to them, from the faster of the compute times measured (eager, blocks as CUDA graphs)."
+    compute = min(res["compute_s"], res.get("compute_graphed_s", float("inf")))
+    row["floor_s"], row["floor_both_s"] = floors(row["accum"] * compute, row["h2d_bytes"], row["d2h_bytes"], res["bandwidth"])
+    row["ratio_to_floor"], row["ratio_to_floor_both"] = row["step_s"] / row["floor_s"], row["step_s"] / row["floor_both_s"]
+
+
+def extras(a, res, m, loss, opt, update, dev):
+    "Under the first budget: one step's trace and memory timeline (once), and the profiles asked for, filed under `update`."
+    if "trace" not in res:
+        with record(m) as rec: backward(loss); torch.cuda.synchronize()
+        res["trace"] = rec.result.to_dict()
+        opt.zero_grad()
+        if opt.fuses: opt.arm()
+        with MemoryTimeline(m, opt, device=dev) as tl: backward(loss); opt.step(); opt.zero_grad(); torch.cuda.synchronize()
+        res["memory"] = series(tl)
+    if a.cprofile:
+        res.setdefault("cprofile", {})[update] = cp = cprofile_step(loss, opt)
+        print(f"cprofile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in cp.items() if k != "top"), flush=True)
+        for k in cp["top"]: print(f"  {k['own_s'] * 1e3:9.1f} ms own {k['cumulative_s'] * 1e3:9.1f} ms with callees {k['calls']:6d}x  {k['function']}")
+    if a.timers:
+        res.setdefault("timers", {})[update] = tm = timers_step(loss, opt)
+        print(f"timers ({update}): step {tm['wall_s']:.3f} s, backward queued at {tm['backward_queued_s']:.3f} s", flush=True)
+        for k, (sec, n) in tm["functions"].items(): print(f"  {sec * 1e3:9.1f} ms {n:6d}x {sec / n * 1e6:9.1f} µs a call  {k}")
+    if a.profile:
+        res.setdefault("profile", {})[update] = prof = profile_step(loss, opt)
+        print(f"profile ({update}): " + ", ".join(f"{k} {v:.3f}" for k, v in prof.items() if k not in ("top", "lanes")), flush=True)
+        for k in prof["top"]: print(f"  {k['s'] * 1e3:9.1f} ms {k['calls']:6d}x  {k['kernel']}")
+
+
 def table(res):
     bw = res["bandwidth"]
     print(f"\n{res['model']}, {res['params'] / 1e9:.2f}B parameters, {res['weights_dtype']} weights, {res['optimizer']}; {res['device']}, {res['date']}")
-    print(f"compute {res['compute_s'] * 1e3:.0f} ms (every block resident); H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s, "
+    g = f", {res['compute_graphed_s'] * 1e3:.0f} ms with blocks as CUDA graphs" if "compute_graphed_s" in res else ""
+    print(f"compute {res['compute_s'] * 1e3:.0f} ms (every block resident{g}); H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s, "
           f"each way with both at once {bw['both'] / 1e9:.1f} GB/s")
-    print(f"{'budget':<10}{'update on':>10}{'accum':>6}{'sums':>5}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'× both':>8}{'GPU peak':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
+    print(f"{'budget':<10}{'update on':>10}{'graphs':>7}{'accum':>6}{'sums':>5}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'× both':>8}{'GPU peak':>11}{'reserved':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
     for r in res["budgets"]:
-        print(f"{r['budget']:<10}{r['update']:>10}{r.get('accum', 1):>6}{r.get('keep_grads', 'off'):>5}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{r['ratio_to_floor_both']:>8.2f}"
-              f"{format_bytes(r['peak_bytes']):>11}{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
+        print(f"{r['budget']:<10}{r['update']:>10}{r.get('graphs', 'off'):>7}{r.get('accum', 1):>6}{r.get('keep_grads', 'off'):>5}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{r['ratio_to_floor_both']:>8.2f}"
+              f"{format_bytes(r['peak_bytes']):>11}{format_bytes(r.get('reserved_peak_bytes', 0)):>11}{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
 
 
 if __name__ == "__main__":
@@ -332,6 +362,8 @@ if __name__ == "__main__":
     ap.add_argument("--timers", action="store_true", help="also one whole step with the host time of the update's and the engine's "
                     "functions summed (first budget; TIMED): what the CPU spends where, at a microsecond a call")
     ap.add_argument("--budgets", default="8GB", help="device budgets ('Nblocks': the weights outside the blocks twice + N largest blocks + 128 MiB)")
+    ap.add_argument("--graphs", default="off", help="off, on or both (off,on): the blocks replayed as CUDA graphs (flame.graphs.BlockGraphs), "
+                    "timed on the same plan; the floor's compute is the faster of eager and graphed")
     ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (each the same batch)")
     ap.add_argument("--keep-grads", default="off", help="off, on or both (off,on): resident blocks' gradients summed on the GPU across "
                     "micro-batches (the planner counts them: flame train's choice with --grad-accum above 1), or each sent to the host")

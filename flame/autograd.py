@@ -24,6 +24,8 @@ from .io import parse_size
 # %% ../nbs/01_autograd.ipynb #b86c79bf
 _HOOKS = ("before_forward", "after_forward", "before_recompute", "after_backward")
 _IN_CHECKPOINT = ContextVar("flame_in_checkpoint", default=None)    # the innermost checkpointed run going on (`checkpoint_pass`)
+_PLAIN = ContextVar("flame_plain_blocks", default=False)           # inside a block being captured as a CUDA graph (`02_graphs`)
+_GRAPHED = "_flame_block_graphs"             # on a module run as CUDA graphs: the `BlockGraphs` that runs it (`02_graphs`)
 _ATTR = "_flame_block_hooks"                 # on the module: OrderedDict{handle id: {hook name: fn or None}}
 
 class CheckpointPass:
@@ -205,11 +207,13 @@ def checkpoint(block, *args, **kwargs):
     if not callable(block):
         raise ValueError(f"block: expected an nn.Module or a callable, got {type(block).__name__}")
     module = block if isinstance(block, nn.Module) else None
-    if not torch.is_grad_enabled():        # nothing will be saved: just run it
+    if not torch.is_grad_enabled() or _PLAIN.get():    # nothing will be saved (or a graph of the block around it is captured)
         _call(module, "before_forward")
         out = block(*args, **kwargs)
         _call(module, "after_forward")
         return out
+    if module is not None and (graphs := module.__dict__.get(_GRAPHED)) is not None:
+        return graphs.checkpoint(module, args, kwargs)   # replayed as CUDA graphs, checkpointed the same way (02_graphs)
     flat, spec = tree_flatten((args, kwargs))
     tensor_pos = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
     frame = _Frame(block, module, flat, spec, tensor_pos)

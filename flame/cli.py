@@ -141,7 +141,7 @@ def _memory_samples_output(p, D):
     g.add_argument("--device", help=f"auto, cpu, cuda or cuda:N (default: {D['device']})")
     g.add_argument("--cuda-graph", action="store_true", help="replay each GPU step's forward and backward as CUDA graphs: faster where "
                    "Python's kernel launches bound the step (small models, small batches); under --budget held to it by the memory the graphs "
-                   "reserve (a first step over it goes on eagerly); a streamed or offloaded step stays eager")
+                   "reserve (a first step over it goes on eagerly); a streamed step replays each block as graphs; an offloaded one stays eager")
     g.add_argument("--fsdp", nargs="?", const=True, type=_fsdp, metavar="on|off|auto", help="with --mode full and several processes: shard "
                    "the weights and gradients too, not only the optimizer state (PyTorch's FSDP2; adamw or adamw-bf16), each block gathered "
                    "whole for its forward and backward; auto: where only that fits --budget, else the state-sharded or layer-wise run "

@@ -24,6 +24,7 @@ from .tensor import MemoryTimeline, storage_bytes
 from .streaming import BudgetTooSmall, host_weights, stream, unstream
 from .optim import OPTIMIZERS, FlatOptimizer, make_optimizer, optimizer_state_bytes
 from .autograd import BucketReduce
+from .graphs import BlockGraphs
 from .kernels.core import compiling_seconds
 from .policy import MemoryPlan, NeedsLayerwise, Probe, check_budget, enforce, measure_peak, place, plan_memory, trainable_state_bytes, trains_layerwise, unit_bytes
 from .layerwise import HostOptimizer, backward_update_bytes, clips_apart, layerwise_host_bytes, state_dir_shortfall, state_file_bytes, unit_groups, update_scratch_bytes
@@ -106,7 +107,7 @@ class TrainConfig:
     nproc: int | str = 1                 # processes (one per GPU), each taking batch_size samples of every micro-batch; "auto": every visible GPU
     bucket_mb: float = 25.0              # several processes: gradients are summed in buckets of this many MiB, overlapped with backward
     progress: bool = True
-    cuda_graph: bool = False             # a GPU run's resident or checkpointed step replayed as CUDA graphs, no per-kernel Python launches
+    cuda_graph: bool = False             # a GPU run's step as CUDA graphs, no per-kernel Python launches: whole (resident, checkpointed) or block by block (streamed)
 
     def __post_init__(self): _validate(self)
 
@@ -237,7 +238,7 @@ class Run:
     compile_start: float = 0.0           # `compiling_seconds()` when `train` was called
     rank: int = 0                        # this process's rank among `world` (torch.distributed); only rank 0 writes
     world: int = 1
-    graphed: object = None               # the model as CUDA graphs (`CudaGraphed`), once the plan allows it
+    graphed: object = None               # the model as CUDA graphs (`CudaGraphed`), or its streamed blocks (`BlockGraphs`), once the plan allows it
     trained: nn.Module | None = None     # what the optimizer trains and the LoRA file holds: the network, or with it the text encoders
 
     def __post_init__(self):
@@ -872,7 +873,7 @@ def training_draws(schedule, seed: int, n: int, slots, shape: tuple, offset: flo
 
 def micro_batch_loss(run: Run, batch: dict, accum: int = 1) -> Tensor:
     "The objective on `batch` (its draws from `training_draws`), weighted by its share of the micro-batch and divided by `accum`."
-    model, device, c = run.graphed or run.model, run.device, run.config
+    model, device, c = run.graphed if isinstance(run.graphed, CudaGraphed) else run.model, run.device, run.config
     x0 = batch["latents"].to(device)
     slots = batch.get("slots", range(x0.shape[0]))           # (a batch without slots: all of it)
     t, noise = training_draws(model.schedule, c.seed, batch.get("n", 0), slots, tuple(x0.shape), c.offset_noise)
@@ -926,10 +927,14 @@ class CudaGraphed:
         return self.graphs[sig](*args)
 
 def graph_run(run: Run, memory: MemoryPlan, log=print):
-    "With `cuda_graph`, the run's model as CUDA graphs where its plan allows (resident, checkpointed); else said in one line."
+    """With `cuda_graph`, the run's model as CUDA graphs: whole for a resident or checkpointed plan (`CudaGraphed`), block by block
+    for a streamed one (`BlockGraphs`, `02_graphs`: its weights move between ring slots); an offloaded one stays eager, said."""
     if not run.config.cuda_graph: return
+    if memory.policy == "stream":
+        run.graphed = BlockGraphs([u.module for u in run.model._flame_streaming.units])
+        return log("cuda graph: each streamed block as CUDA graphs (its forward; its recompute with its backward), captured per ring slot")
     if memory.policy not in ("resident", "checkpoint"):
-        return log(f"cuda graph: off: the {memory.policy} step copies between host and device on its own streams")
+        return log(f"cuda graph: off: the {memory.policy} step copies activations to the host and back, on its own streams")
     torch.cuda.empty_cache()                           # the probes' cached blocks: what is reserved from here is the run's own
     run.graphed = CudaGraphed(run.model)
     if (n := len(run.data.buckets)) > 1: log(f"cuda graph: {n} buckets: each input shape (a bucket, a short last batch) is captured on first use, "
@@ -938,6 +943,7 @@ def graph_run(run: Run, memory: MemoryPlan, log=print):
 def drop_graphs(run: Run, memory: MemoryPlan, peak: int, step: int, log=print) -> bool:
     "After a graphed step whose reserved `peak` exceeded the budget: back to the eager step (which the plan measured), said in one line."
     if run.graphed is None or memory.budget is None or peak <= memory.budget: return False
+    if isinstance(run.graphed, BlockGraphs): run.graphed.close()   # (its blocks run eagerly again)
     run.graphed = None; gc.collect(); torch.cuda.empty_cache()   # the graphs and their memory pools go
     log(f"cuda graph: off from step {step + 1}: with its graphs step {step} reserved {format_bytes(peak)}, over the budget of "
         f"{format_bytes(memory.budget)}; the eager step ({memory.policy}) fits")
@@ -1479,6 +1485,7 @@ def _train(run: Run, t_start: float) -> TrainResult:
             raise
         finally:
             if (store := stream_store(run)).exists(): store.unlink()
+            if isinstance(run.graphed, BlockGraphs): run.graphed.close()   # (the model's blocks run eagerly again)
 
 def _loop(run: Run, t_start: float) -> TrainResult:
     c = run.config
