@@ -254,14 +254,16 @@ def main(a):
     print(f"{a.model}: {n / 1e9:.2f}B parameters, {format_bytes(weights)} of {a.weights_dtype} weights [{time.time() - t0:.0f}s]", flush=True)
     stream(m, dev, weights + 2**31, trainable=True)                    # every block resident; no gradient leaves the GPU
     rest = [p for p in m.parameters() if p.requires_grad and p.numel() and p.device.type == "cuda"]
-    def compute():
-        backward(loss)
-        for p in rest: p.grad = None
-    for _ in range(a.warmup): compute()
-    torch.cuda.synchronize(); ts = []
-    for _ in range(a.reps):
-        s = time.perf_counter(); compute(); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
-    res["compute_s"] = statistics.median(ts)
+    def compute(warmup: int) -> float:
+        "Median seconds of `a.reps` forward + recompute + backward passes after `warmup` more, no gradient kept."
+        ts = []
+        for _ in range(warmup + a.reps):
+            torch.cuda.synchronize(); s = time.perf_counter()
+            backward(loss)
+            for p in rest: p.grad = None
+            torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
+        return statistics.median(ts[warmup:])
+    res["compute_s"] = compute(a.warmup)
     print(f"compute (all resident): {res['compute_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
     res["rss_built"] = rss()                                           # (the random model drawn, copied to the host, packed: a trainer loads a file)
     reset_peak_rss()                                                   # the host RSS reported: from the optimizer's construction on
@@ -292,12 +294,7 @@ def main(a):
     if "on" in a.graphs.split(","):                                    # the floor's compute again, each block replayed as CUDA graphs:
         opt.close(); opt = None; gc.collect()                          #  measured last, every block resident again (measured first, it
         stream(m, dev, weights + 2**31, trainable=True)                #  left the planner's probe 1.5 GiB more to count: H200, 2026-11-29)
-        with BlockGraphs([u.module for u in m._flame_streaming.units]):
-            for _ in range(max(a.warmup, 2)): compute()
-            torch.cuda.synchronize(); ts = []
-            for _ in range(a.reps):
-                s = time.perf_counter(); compute(); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
-        res["compute_graphed_s"] = statistics.median(ts)
+        with BlockGraphs([u.module for u in m._flame_streaming.units]): res["compute_graphed_s"] = compute(max(a.warmup, 2))
         print(f"compute (all resident, blocks as CUDA graphs): {res['compute_graphed_s'] * 1e3:.0f} ms [{time.time() - t0:.0f}s]", flush=True)
         for row in res["budgets"]: floor(row, res)
     res["wall_s"] = time.time() - t0

@@ -117,8 +117,10 @@ def checkpoint(self: BlockGraphs, block, args, kwargs):
     return out
 
 @patch
-def _key(self: BlockGraphs, kind, call, extra=()):
-    return (kind, id(call.block), tuple(t.data_ptr() for t in self.tensors[id(call.block)]), call.sig, extra)
+def _key(self: BlockGraphs, kind, call, like=()):
+    "A graph's key: its kind, the block, where its weights and buffers are, its call's signature; a backward's, its outputs' (`like`) too."
+    return (kind, id(call.block), tuple(t.data_ptr() for t in self.tensors[id(call.block)]), call.sig,
+            tuple((tuple(t.shape), t.dtype) for t in like))
 
 # %% ../nbs/02_graphs.ipynb #bg000008
 class _Replay(torch.autograd.Function):
@@ -233,7 +235,7 @@ def _run_forward(self: BlockGraphs, call, tensors):
 def _run_backward(self: BlockGraphs, call, tensors, grads):
     "Gradients for `_Replay`'s inputs (the block's tensors, then its weights), None where none is needed."
     weights = self.tensors[id(call.block)]                  # (`grads` has a tensor for every output: autograd makes zeros)
-    key = self._key("backward", call, tuple((tuple(g.shape), g.dtype) for g in grads))
+    key = self._key("backward", call, grads)
     if (rec := self.graphs.get(key)) is not None: got = iter(self._replay(rec, tensors + grads))
     else:                                                   # (autograd's own thread cannot capture autograd: eager, this once)
         self.wanted[key] = [w.data for w in weights]; self.eager_backwards += 1
@@ -245,8 +247,7 @@ def _run_backward(self: BlockGraphs, call, tensors, grads):
 def _prepare_backward(self: BlockGraphs, call, tensors, outs):
     """Capture, in the forward, the backward graphs this block will want: for its weights where they are now, and where an
     earlier backward met them (`wanted`). Autograd's own thread, where backward runs, cannot capture autograd's work."""
-    weights, meta = self.tensors[id(call.block)], tuple((tuple(o.shape), o.dtype) for o in outs)
-    here = self._key("backward", call, meta)
+    weights, here = self.tensors[id(call.block)], self._key("backward", call, outs)
     todo = {k: v for k, v in self.wanted.items() if k[1] == here[1] and k[3:] == here[3:]}
     if here not in self.graphs: todo.setdefault(here, None)
     grads = [torch.zeros_like(o) for o in outs] if todo else []
