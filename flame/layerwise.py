@@ -67,6 +67,7 @@ class HostOptimizer(torch.optim.Optimizer):
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
         self.summed = [0, 0]                                            # gradient elements summed over the processes: on all, to an owner
         self._seen, self._waiting, self._done, self._armed, self._stepped, self._free, self._placement = set(), {}, {}, False, False, {}, None
+        self._current = set()                                           # (units this step's backward updated whole in their slot)
         self._dropped = set()                                           # units whose gradients an unarmed backward dropped
         self._summing, self._last = {}, False                           # (sums on the device holding this step's, by id; `arm`ed)
         self._plan_update(clip)                                         # (and a small state moved to the device: `_kept`)
@@ -353,20 +354,20 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
     """Update `ranges` of the flat buffers on the device. `here_`: name -> (flat start, length, tensor) pieces already there. With
     the state kept on the device (`_keep_state`, updated where it is) a range's weights are too, when those pieces hold them back to
     back (`_in_place`: a unit's slot or resident buffer); the rest it reads goes to scratch `sets` — copied in on one side stream
-    (from `here_`'s pieces where it has them) and scaled by `scale`. Then `_send_back`. Returns whether a range's weights were updated in place."""
+    (from `here_`'s pieces where it has them) and scaled by `scale`. Then `_send_back`. Returns how many ranges' weights were updated in place."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     up = self._streams[0] if cuda else None
     here = torch.cuda.current_stream(e.device) if cuda else None
     starts = lambda pieces: [a for a, *_ in pieces]
     on_device, scaled = {n: (ps, starts(ps)) for n, ps in (here_ or {}).items()}, isinstance(scale, list) and (scale, starts(scale))
-    placed = False
+    placed = 0
     for i, (lo, hi) in enumerate(ranges):
         k = i % len(sets)
         if (owner := self._owner(lo)) != opt.shard[0]:   # (another process's part: its new weights come from there)
-            placed |= self._receive(sets[k], lo, hi, owner, on_device.get("params"))
+            placed += self._receive(sets[k], lo, hi, owner, on_device.get("params"))
             continue
         w = _in_place(lo, hi, *on_device["params"], opt.flat.dtype) if self._kept and "params" in on_device else None
-        placed |= w is not None
+        placed += w is not None
         host, dev = self._range_views(sets[k], lo, hi, w is not None)
         if w is not None: dev = {n: w if n == "params" else t for n, t in dev.items()}
         ins = [(dev[n][a - lo:b - lo], t[a - lo:b - lo]) for n, t in host.items() if n in on_device for a, b in _gaps(lo, hi, *on_device[n])]
@@ -436,7 +437,8 @@ def _send_back(self: HostOptimizer, copies: list, scratch: torch.Tensor, weights
 
 @patch
 def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
-    "Clip and update on the device what the backward did not; then the ring forgets what its slots held (units it changed)."
+    """Clip and update on the device what the backward did not; then the ring forgets what its slots held, but for units the backward
+    updated whole in their slot (`_current`): the next forward finds those there, as the planner's cyclic simulation assumes."""
     e = self.engine
     e.copier.sync()                                                    # (no block is still loading into a slot)
     scale = self._clip_left()
@@ -444,9 +446,10 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     here_ = [(a, n, d) for a, n, _, d in self._places()[0] if d is not None]   # resident blocks' weights, those outside the blocks
     self._update_ranges(sets, self._left(ranges), scale, {"params": here_})  # (updated where they are: not copied in again)
     self._hand_on()
-    for w in list(e.ring.slot_of): e.ring.forget(w)
+    for w in list(e.ring.slot_of):
+        if e.streamed[w].index not in self._current: e.ring.forget(w)
     if e.pool is None and not self.shared: self.write_back()           # (streamed from a file: written there)
-    self._done.clear(); self._stepped, self._placement = False, None      # (`step` has flushed what was waiting)
+    self._done.clear(); self._current.clear(); self._stepped, self._placement = False, None   # (`step` has flushed what was waiting)
 
 # %% ../nbs/23_layerwise.ipynb #lw36h002
 @patch
@@ -469,6 +472,7 @@ def _clip_left(self: HostOptimizer):
     """The factors that clip what the backward did not update; sets `grad_norm`. Global: one factor (None: within it); by groups:
     (flat start, length, factor) pieces, the norms summed on the device as gradients came (one micro-batch) or read on the host."""
     opt, known = self.opt, self._unit_norms()                          # (a unit updated in the backward: its group index is its index)
+    if known: known = dict(zip(known, torch.stack(list(known.values())).cpu()))   # (to the host in one copy, not one a unit)
     if opt.clip_groups is None: return opt._clip_scale(self._norm())
     if self.pinned and not self._summed: known.update((k, n) for k, n in enumerate(self._sq.sqrt().cpu()) if opt.clip_groups[k] and k not in known)
     factors = opt._clip_groups(known, scale=False)                     # (a unit the backward updated: for its edges, if any)
@@ -691,8 +695,9 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]
     scale = self.opt._unit_scale(norm, sum(self._at(p)[1] for p in ps))   # (its share: the whole unit's, edges too)
-    if self._update_ranges(self._sets, ranges, scale, {"grads": grads, "params": weights}) and self._streams:
-        self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
+    placed = self._update_ranges(self._sets, ranges, scale, {"grads": grads, "params": weights})
+    if placed and self._streams: self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
+    if placed == len(ranges) and (lo, hi) == (weights[0][0], weights[-1][0] + weights[-1][1]): self._current.add(i)   # (all of it, no edge)
 
 # %% ../nbs/23_layerwise.ipynb #lw23m002
 UPDATE_MEASURED = 1 << 28     # trainable elements from which `update="auto"` on a GPU times both places (fewer: the device)
