@@ -22,9 +22,9 @@ from .streaming import _pin, _aligned, _layout
 from .policy import meta_optimizer, trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart', 'unit_groups',
-           'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes', 'map_state', 'state_dir_shortfall',
-           'state_file_bytes']
+__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_BESIDE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart',
+           'unit_groups', 'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes', 'map_state',
+           'state_dir_shortfall', 'state_file_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -62,6 +62,8 @@ class HostOptimizer(torch.optim.Optimizer):
         self.update_times = None                                        # (`auto` on a GPU: what each place measured, `_choose_update`)
         self.update = self._choose_update(clip) if update == "auto" else update
         self._streams = tuple(torch.cuda.Stream(e.device) for _ in range(3)) if e.cuda else None   # (in; out of scratch; out of weights)
+        self._beside = torch.cuda.Stream(e.device) if e.cuda and UPDATE_BESIDE else None   # (a unit's update in the backward)
+        self._behind = self._held = None                                # (the event that ends the last unit's update there; its gradients)
         self._summed = False
         self._landing = False                                           # (the last step's copies may still run on the GPU: `synchronize`)
         self.moved = [0, 0]                                             # bytes the device update copied in, and out to the host
@@ -350,11 +352,13 @@ def _owner(self: HostOptimizer, at: int) -> int:
     return bisect.bisect_right(self._cuts, at)
 
 @patch
-def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None):
+def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, here_: dict | None = None, slot: bool = False):
     """Update `ranges` of the flat buffers on the device. `here_`: name -> (flat start, length, tensor) pieces already there. With
     the state kept on the device (`_keep_state`, updated where it is) a range's weights are too, when those pieces hold them back to
     back (`_in_place`: a unit's slot or resident buffer); the rest it reads goes to scratch `sets` — copied in on one side stream
-    (from `here_`'s pieces where it has them) and scaled by `scale`. Then `_send_back`. Returns how many ranges' weights were updated in place."""
+    (from `here_`'s pieces where it has them) and scaled by `scale`. `slot`: `here_`'s weights are a ring slot's, and weights updated
+    in the scratch are copied back there too, so the slot holds the new ones. Then `_send_back`. Returns how many ranges' weights
+    were updated in place."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     up = self._streams[0] if cuda else None
     here = torch.cuda.current_stream(e.device) if cuda else None
@@ -382,6 +386,8 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
         elif scale is not None: dev["grads"].mul_(scale)
         opt._apply(opt.param_groups[0], dev, lo)
         if opt.shard[1] > 1: dist.broadcast(dev["params"], owner)      # (to the other processes: this part is this one's)
+        if slot and w is None:
+            for d, s in _placed(dev["params"], lo, *on_device["params"]): d.copy_(s)   # (on this stream: `read_by` covers it)
         back = [(host[n], dev[n]) for n in host if n != "grads" and n not in self._kept] + _placed(dev["params"], lo, *self._places())
         self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], sets[k], w)
         self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
@@ -441,6 +447,7 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     updated whole in their slot (`_current`): the next forward finds those there, as the planner's cyclic simulation assumes."""
     e = self.engine
     e.copier.sync()                                                    # (no block is still loading into a slot)
+    if self._beside is not None: torch.cuda.current_stream(e.device).wait_stream(self._beside)   # (the units' norms, updates)
     scale = self._clip_left()
     self._begin()
     here_ = [(a, n, d) for a, n, _, d in self._places()[0] if d is not None]   # resident blocks' weights, those outside the blocks
@@ -458,8 +465,8 @@ def _hand_on(self: HostOptimizer):
     e = self.engine
     if not e.cuda: return
     here = torch.cuda.current_stream(e.device)
-    for s in self._streams: here.wait_stream(s); e.copier.stream.wait_stream(s)
-    self._landing = True
+    for s in self._streams + (self._beside,) * (self._beside is not None): here.wait_stream(s); e.copier.stream.wait_stream(s)
+    self._landing, self._behind, self._held = True, None, None
 
 # %% ../nbs/23_layerwise.ipynb #lw000046
 @patch
@@ -540,8 +547,9 @@ def update_scratch_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
 
 def backward_update_bytes(model: nn.Module, optimizer: str = "adamw") -> int:
     """Device bytes that updating each unit in its backward holds: its scratch, and one unit's gradients — held until the unit's
-    last is in, where otherwise each goes to the host as it comes (its largest unit's weight bytes: the same dtype)."""
-    return update_scratch_bytes(model, optimizer) + _aligned(_largest_packed(model))
+    last is in, where otherwise each goes to the host as it comes (its largest unit's weight bytes: the same dtype) — two with
+    the update on a stream of its own (`UPDATE_BESIDE`: one unit's updated while the next one's come)."""
+    return update_scratch_bytes(model, optimizer) + (1 + UPDATE_BESIDE) * _aligned(_largest_packed(model))
 
 @patch
 def _scratch_bytes(self: HostOptimizer) -> int:
@@ -683,10 +691,10 @@ def _flush(self: HostOptimizer):
     self._waiting.clear()
 
 @patch
-@torch.no_grad()
-def _update_unit(self: HostOptimizer, i: int, grads: list):
+def _clip_update(self: HostOptimizer, i: int, grads: list) -> int:
     """Clip unit `i`'s gradient (`grads`: (flat start, gradient) on the device) to its share and update it, range by range — its
-    weights read where the unit is bound now (a slot, its resident buffer: the master's very values), not copied in again."""
+    weights read where the unit is bound now (a slot, its resident buffer: the master's very values), not copied in again. Returns
+    how many ranges were updated in place."""
     lo, hi, ps, ranges = self._spans[i]
     knows = self.reduce is None or self._unit_owner(i) in (None, self.opt.shard[0])   # (summed to another process: not here)
     self._done[i] = norm = group_norm([g for _, g in grads]) if knows else torch.zeros((), device=grads[0][1].device)   # (the whole
@@ -695,9 +703,31 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     weights = sorted(((*self._at(p), p.detach().reshape(-1)) for p in ps), key=lambda t: t[0])
     grads = [(a, g.numel(), g) for a, g in grads]
     scale = self.opt._unit_scale(norm, sum(self._at(p)[1] for p in ps))   # (its share: the whole unit's, edges too)
-    placed = self._update_ranges(self._sets, ranges, scale, {"grads": grads, "params": weights})
+    slot = self.opt.shard[1] == 1 and self.engine.units[i].index not in (self.engine.resident or {})   # (split: another's part lands as sent)
+    placed = self._update_ranges(self._sets, ranges, scale, {"grads": grads, "params": weights}, slot)
     if placed and self._streams: self.engine.read_by(self.engine.units[i], self._streams[2])   # (updated in its slot: loaded again once copied out)
-    if placed == len(ranges) and (lo, hi) == (weights[0][0], weights[-1][0] + weights[-1][1]): self._current.add(i)   # (all of it, no edge)
+    if (lo, hi) == (weights[0][0], weights[-1][0] + weights[-1][1]) and (slot or placed == len(ranges)):
+        self._current.add(i)                                           # (its slot holds all its new weights: no edge left to `step`)
+    return placed
+
+# %% ../nbs/23_layerwise.ipynb #lw39b001
+UPDATE_BESIDE = True       # on a GPU, a unit's update in the backward runs on a stream of its own (tests: False, the compute stream)
+
+@patch
+@torch.no_grad()
+def _update_unit(self: HostOptimizer, i: int, grads: list):
+    """Clip and update unit `i` (`_clip_update`). On a GPU on a stream of its own (`UPDATE_BESIDE`), so the next unit's backward
+    computes while this one's state is copied in and out; its slot is kept for that stream (`read_by`). The backward goes past the
+    next unit only once this update is done, and this unit's gradients are held until then (`_held`): freed after that wait, their
+    memory is the compute stream's again at once (`record_stream` would hold it back from the allocator, which then asks CUDA for
+    more). So at most two units' gradients live."""
+    if (beside := self._beside) is None: return self._clip_update(i, grads)
+    here = torch.cuda.current_stream(self.engine.device)
+    beside.wait_stream(here)                                           # (its gradients, its weights)
+    with torch.cuda.stream(beside): placed = self._clip_update(i, grads)
+    if not placed: self.engine.read_by(self.engine.units[i], beside)   # (its weights were read there)
+    if self._behind is not None: here.wait_event(self._behind)          # (the unit before: updated, its gradients free to go)
+    self._behind, self._held = beside.record_event(), grads
 
 # %% ../nbs/23_layerwise.ipynb #lw23m002
 UPDATE_MEASURED = 1 << 28     # trainable elements from which `update="auto"` on a GPU times both places (fewer: the device)

@@ -626,8 +626,8 @@ def updates_in_backward(c: TrainConfig, device: torch.device) -> bool:
     return c.mode == "full" and device.type == "cuda" and clips_apart(c.clip, c.max_grad_norm)   # (the condition `HostOptimizer.fuses` meets)
 
 def _update_scratch(c: TrainConfig, model, device: torch.device) -> int:
-    """Device bytes a layer-wise update holds besides the step, on a GPU: its scratch (`update_scratch_bytes`), in the backward a
-    unit's gradients too (`backward_update_bytes`); 0 for a LoRA or on the CPU (the update runs on the host)."""
+    """Device bytes a layer-wise update holds besides the step, on a GPU: its scratch (`update_scratch_bytes`), in the backward the
+    units' gradients it holds too (`backward_update_bytes`); 0 for a LoRA or on the CPU (the update runs on the host)."""
     if c.mode != "full" or device.type != "cuda": return 0
     return (backward_update_bytes if updates_in_backward(c, device) else update_scratch_bytes)(model, c.optimizer)
 
