@@ -729,6 +729,12 @@ def _update_unit(self: HostOptimizer, i: int, grads: list):
     if self._behind is not None: here.wait_event(self._behind)          # (the unit before: updated, its gradients free to go)
     self._behind, self._held = beside.record_event(), grads
 
+@patch(as_prop=True)
+def step_bytes(self: HostOptimizer) -> int:
+    """Device bytes an armed step holds beyond what the planner's probe (an unarmed backward) measures, which `plan_memory` adds to
+    every peak it measures: with the update beside, a second unit's gradients."""
+    return _aligned(_largest_packed(self.model)) if self._beside is not None and self.fuses else 0
+
 # %% ../nbs/23_layerwise.ipynb #lw23m002
 UPDATE_MEASURED = 1 << 28     # trainable elements from which `update="auto"` on a GPU times both places (fewer: the device)
 

@@ -109,9 +109,10 @@ def _too_small(budget, state, unit, other=0, what="trainable state"):
                       f"({what} {format_bytes(state)} + its largest block {format_bytes(unit)}"
                       + (f" + what the step needs besides weights, {format_bytes(other)})" if other else ", before activations)"))
 
-def _stream(model, optimizer, probe, device, budget, measured, store, trainable=False, tries: int = 3) -> Plan:
-    "Stream under `budget`; if the measured step overshoots, give the weights that much less and plan again."
-    state, unit, other = measured["state"], _largest_unit(model), 0
+def _stream(model, optimizer, probe, device, budget, measured, store, trainable=False, tries: int = 3, held: int = 0) -> Plan:
+    """Stream under `budget`; if the measured step overshoots, give the weights that much less and plan again. `held`: bytes a real
+    step holds beyond what the probe measures (the optimizer's `step_bytes`), counted with every measured peak."""
+    state, unit, other = measured["state"], _largest_unit(model), held
     model.checkpointing = True                       # streamed weights are not kept for backward: recompute
     for _ in range(tries):
         weights = budget - state - other
@@ -121,7 +122,7 @@ def _stream(model, optimizer, probe, device, budget, measured, store, trainable=
             raise BudgetTooSmall(budget, state + other + e.minimum, f"trainable state {format_bytes(state)}"
                                  + (f", {format_bytes(other)} measured besides" if other else "") + f", {e.parts}") from None
         stream(model, device=device, plan=p, trainable=trainable)
-        measured["stream"] = measure_peak(probe, device, model, optimizer)
+        measured["stream"] = measure_peak(probe, device, model, optimizer) + held
         if measured["stream"] <= budget: break
         other = measured["stream"] - state - p.device_bytes   # activations and the rest, measured
     return p
@@ -161,7 +162,8 @@ def plan_memory(model, optimizer, probe, device, budget=None, *, store=None, agr
     room = not layerwise and frozen + state < budget  # as `place` decided
     policy = _fit_resident(model, optimizer, probe, device, budget, measured, agree) if room else None
     if policy is None and not layerwise and not frozen: raise NeedsLayerwise(budget, state, min((measured[k] for k in POLICIES if k in measured), default=None))
-    if policy is None: policy, splan = "stream", _stream(model, optimizer, probe, device, budget, measured, store, layerwise)
+    held = getattr(optimizer, "step_bytes", 0)        # (what its real step holds beyond the probe: `flame.layerwise`'s update beside)
+    if policy is None: policy, splan = "stream", _stream(model, optimizer, probe, device, budget, measured, store, layerwise, held=held)
     else: splan = None
     peak = measured[policy]
     if peak > budget:
