@@ -339,9 +339,12 @@ def table(res):
     print(f"compute {res['compute_s'] * 1e3:.0f} ms (every block resident{g}); H2D {bw['h2d'] / 1e9:.1f} GB/s, D2H {bw['d2h'] / 1e9:.1f} GB/s, "
           f"each way with both at once {bw['both'] / 1e9:.1f} GB/s")
     print(f"{'budget':<10}{'update on':>10}{'graphs':>7}{'accum':>6}{'sums':>5}{'s/step':>8}{'update s':>10}{'floor s':>9}{'× floor':>9}{'× both':>8}{'GPU peak':>11}{'reserved':>11}{'host RSS':>11}{'H2D/step':>11}{'D2H/step':>11}")
+    over = lambda r, k: "*" if r.get(k, 0) > r["budget_bytes"] else " "   # (marks a peak over its budget: graphs are not planned for)
     for r in res["budgets"]:
         print(f"{r['budget']:<10}{r['update']:>10}{r.get('graphs', 'off'):>7}{r.get('accum', 1):>6}{r.get('keep_grads', 'off'):>5}{r['step_s']:>8.2f}{r['update_s']:>10.2f}{r['floor_s']:>9.2f}{r['ratio_to_floor']:>9.2f}{r['ratio_to_floor_both']:>8.2f}"
-              f"{format_bytes(r['peak_bytes']):>11}{format_bytes(r.get('reserved_peak_bytes', 0)):>11}{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
+              f"{format_bytes(r['peak_bytes']):>10}{over(r, 'peak_bytes')}{format_bytes(r.get('reserved_peak_bytes', 0)):>10}{over(r, 'reserved_peak_bytes')}"
+              f"{format_bytes(r['rss_peak_bytes']):>11}{format_bytes(r['h2d_bytes']):>11}{format_bytes(r['d2h_bytes']):>11}")
+    if any(over(r, k) == "*" for r in res["budgets"] for k in ("peak_bytes", "reserved_peak_bytes")): print("* over the budget")
 
 
 if __name__ == "__main__":
