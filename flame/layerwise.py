@@ -479,7 +479,6 @@ def _clip_left(self: HostOptimizer):
     """The factors that clip what the backward did not update; sets `grad_norm`. Global: one factor (None: within it); by groups:
     (flat start, length, factor) pieces, the norms summed on the device as gradients came (one micro-batch) or read on the host."""
     opt, known = self.opt, self._unit_norms()                          # (a unit updated in the backward: its group index is its index)
-    if known: known = dict(zip(known, torch.stack(list(known.values())).cpu()))   # (to the host in one copy, not one a unit)
     if opt.clip_groups is None: return opt._clip_scale(self._norm())
     if self.pinned and not self._summed: known.update((k, n) for k, n in enumerate(self._sq.sqrt().cpu()) if opt.clip_groups[k] and k not in known)
     factors = opt._clip_groups(known, scale=False)                     # (a unit the backward updated: for its edges, if any)
@@ -487,15 +486,17 @@ def _clip_left(self: HostOptimizer):
 
 @patch
 def _unit_norms(self: HostOptimizer) -> dict:
-    """The gradient norm of each unit the backward updated, by index. One summed to its owner alone is known there only: each
-    process gives those it reports (a unit's is reported by the owner of its span's first element) and zeros for the others,
-    and one all-reduce makes them every process's — the same clipping factors and `grad_norm` everywhere."""
-    if self.opt.shard[1] == 1 or self.reduce is None or not self._done: return dict(self._done)
+    """The gradient norm of each unit the backward updated, by index, on the host (one copy for all). One summed to its owner alone
+    is known there only: each process gives those it reports (a unit's is reported by the owner of its span's first element) and
+    zeros for the others, and one all-reduce makes them every process's — the same clipping factors and `grad_norm` everywhere."""
+    if not self._done: return {}
     ks, me = sorted(self._done), self.opt.shard[0]
-    mine = lambda k: self._owner(self._spans[k][0]) == me
-    v = torch.stack([self._done[k] if mine(k) else torch.zeros_like(self._done[k]) for k in ks])
-    dist.all_reduce(v)
-    return dict(zip(ks, v))
+    if self.opt.shard[1] == 1 or self.reduce is None: v = torch.stack([self._done[k] for k in ks])
+    else:
+        mine = lambda k: self._owner(self._spans[k][0]) == me
+        v = torch.stack([self._done[k] if mine(k) else torch.zeros_like(self._done[k]) for k in ks])
+        dist.all_reduce(v)
+    return dict(zip(ks, v.cpu()))
 
 @patch
 def _left(self: HostOptimizer, ranges: list) -> list:
