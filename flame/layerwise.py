@@ -22,9 +22,9 @@ from .streaming import _pin, _aligned, _layout
 from .policy import meta_optimizer, trainable_state_bytes
 
 # %% auto #0
-__all__ = ['UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_BESIDE', 'UPDATE_MEASURED', 'HostOptimizer', 'clips_apart',
-           'unit_groups', 'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes', 'map_state',
-           'state_dir_shortfall', 'state_file_bytes']
+__all__ = ['RESIDENT_HOME', 'UPDATE_SCRATCH', 'SCRATCH_SETS', 'KEEP_STATE', 'UPDATE_BESIDE', 'UPDATE_MEASURED', 'HostOptimizer',
+           'clips_apart', 'unit_groups', 'update_scratch_bytes', 'backward_update_bytes', 'layerwise_host_bytes',
+           'map_state', 'state_dir_shortfall', 'state_file_bytes']
 
 # %% ../nbs/23_layerwise.ipynb #lw000007
 class HostOptimizer(torch.optim.Optimizer):
@@ -184,7 +184,9 @@ def _landed(self: HostOptimizer):
 
 @patch
 def synchronize(self: HostOptimizer):
-    "Wait for the last step's copies to land: then the host's weights and state are this step's (what reads them on the CPU calls this)."
+    """Wait for the last step's copies to land, and bring the host copies of resident units' weights up to date (`RESIDENT_HOME`): then
+    the host's weights and state are this step's (what reads them on the CPU calls this)."""
+    self.engine.catch_up()
     if self._landing: torch.cuda.synchronize(self.engine.device); self._landing = False
 
 @patch
@@ -301,10 +303,16 @@ def _targets(self: HostOptimizer) -> list:
     return sorted(((a, n, *(None if t is None else t.view(-1) for t in ts)) for a, n, *ts in out), key=lambda t: t[0])
 
 @patch
-def _places(self: HostOptimizer) -> tuple:
-    "`_targets()` and their starts, made once a step (the ring and resident buffers do not move within one)."
-    if self._placement is None: self._placement = (t := self._targets(), [a for a, *_ in t])
-    return self._placement
+def _places(self: HostOptimizer, device_only: bool = False) -> tuple:
+    """`_targets()` and their starts (`device_only`: without the host copies), made once a step (the ring and resident buffers do not
+    move within one); with them, the resident unit of each target that is a resident unit's weight, by its start (`_home`)."""
+    if self._placement is None:
+        t, e = self._targets(), self.engine
+        unit = {b.untyped_storage().data_ptr(): i for i, b in (e.resident or {}).items()}
+        starts = [a for a, *_ in t]
+        self._placement = ((t, starts), ([(a, n, d) for a, n, _, d in t], starts),
+                           {a: unit[d.untyped_storage().data_ptr()] for a, _, _, d in t if d is not None and d.untyped_storage().data_ptr() in unit})
+    return self._placement[device_only]
 
 def _overlapping(lo: int, hi: int, pieces: list, starts: list):
     "(s, t, piece) for each of `pieces` — (flat start, length, ...), sorted, their starts `starts` — overlapping [lo, hi) on [s, t)."
@@ -356,9 +364,10 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
     """Update `ranges` of the flat buffers on the device. `here_`: name -> (flat start, length, tensor) pieces already there. With
     the state kept on the device (`_keep_state`, updated where it is) a range's weights are too, when those pieces hold them back to
     back (`_in_place`: a unit's slot or resident buffer); the rest it reads goes to scratch `sets` — copied in on one side stream
-    (from `here_`'s pieces where it has them) and scaled by `scale`. `slot`: `here_`'s weights are a ring slot's, and weights updated
-    in the scratch are copied back there too, so the slot holds the new ones. Then `_send_back`. Returns how many ranges' weights
-    were updated in place."""
+    (from `here_`'s pieces where it has them, but for gradients the update reads where they are: `_read_there`) and scaled by
+    `scale`. `slot`: `here_`'s weights are a ring slot's, and weights updated in the scratch are copied back there too, so the slot
+    holds the new ones. Then `_send_back` (not a resident unit's weights: `_home`). Returns how many ranges' weights were updated
+    in place."""
     e, opt, cuda = self.engine, self.opt, self.engine.cuda
     up = self._streams[0] if cuda else None
     here = torch.cuda.current_stream(e.device) if cuda else None
@@ -380,16 +389,21 @@ def _update_ranges(self: HostOptimizer, sets: list, ranges: list, scale=None, he
             if (ev := self._free.get(sets[k].data_ptr())) is not None: up.wait_event(ev)   # (the set's last range is back on the host)
             for d, s in ins: d.copy_(s, non_blocking=True)
         if cuda: here.wait_stream(up)
+        there = {} if scaled or "grads" not in on_device else _read_there(opt._direct(lo, hi), on_device["grads"][0])
         for name, (pieces, at) in on_device.items():
+            if name == "grads" and there: pieces = [q for q in pieces if q[0] not in there]; at = starts(pieces)
             if name != "params" or w is None: _gather(dev[name], lo, pieces, at)
         if scaled: _scale_pieces(dev["grads"], lo, *scaled)
-        elif scale is not None: dev["grads"].mul_(scale)
-        opt._apply(opt.param_groups[0], dev, lo)
+        elif scale is not None and not there: dev["grads"].mul_(scale)
+        opt._apply(opt.param_groups[0], dev, lo, **({"grads": there, "scale": scale} if there else {}))
         if opt.shard[1] > 1: dist.broadcast(dev["params"], owner)      # (to the other processes: this part is this one's)
         if slot and w is None:
             for d, s in _placed(dev["params"], lo, *on_device["params"]): d.copy_(s)   # (on this stream: `read_by` covers it)
-        back = [(host[n], dev[n]) for n in host if n != "grads" and n not in self._kept] + _placed(dev["params"], lo, *self._places())
+        home = self._home(lo, hi)                                      # (resident units': their weights go to the host when read)
+        back = [(host[n], dev[n]) for n in host if n != "grads" and n not in self._kept and not (home and n == "params")] \
+               + _placed(dev["params"], lo, *self._places(device_only=bool(home)))
         self._send_back([(d, s) for d, s in back if d.data_ptr() != s.data_ptr()], sets[k], w)
+        for j in home - e.behind.keys(): e.left_behind(j, self._host_copies(j))
         self.moved[0] += sum(s.nbytes for _, s in ins); self.moved[1] += sum(d.nbytes for d, _ in back if d.device.type == "cpu")
     return placed
 
@@ -404,6 +418,11 @@ def _range_views(self: HostOptimizer, buf: torch.Tensor, lo: int, hi: int, bare:
         dev = _carve(buf, {n: t for n, t in host.items() if n not in self._kept and not (bare and n == "params")})
         v = self._views[key] = (host, {n: None if bare and n == "params" else host[n] if n in self._kept else dev[n] for n in host})
     return v
+
+def _read_there(direct: dict, pieces: list) -> dict:
+    """{flat start: gradient} of the `pieces` — (flat start, length, gradient) on the device — that the optimizer's update reads where
+    they are (`direct`, {start: length}: Adafactor's matrices, read in bf16 and scaled as loaded), not from an fp32 copy in the scratch."""
+    return {a: g for a, n, g in pieces if direct.get(a) == n}
 
 def _gather(dst: torch.Tensor, lo: int, pieces: list, starts: list):
     """Copy what `pieces` — (flat start, length, tensor), sorted, their starts `starts` — hold of flat elements [lo, lo + len) into
@@ -457,6 +476,24 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
         if e.streamed[w].index not in self._current: e.ring.forget(w)
     if e.pool is None and not self.shared: self.write_back()           # (streamed from a file: written there)
     self._done.clear(); self._current.clear(); self._stepped, self._placement = False, None   # (`step` has flushed what was waiting)
+
+# %% ../nbs/23_layerwise.ipynb #lw40h002
+RESIDENT_HOME = True      # resident units' weights updated on the device reach the host when read, not each step (tests: False)
+
+@patch
+def _home(self: HostOptimizer, lo: int, hi: int) -> set:
+    """The resident units that flat elements [lo, hi) are weights of, when all of them are (`RESIDENT_HOME`); else none: a weight
+    there streams, or lies outside the units, and the range's weights go to the host as they are updated."""
+    if not RESIDENT_HOME: return set()
+    (targets, starts), unit = self._places(), self._placement[2]
+    owners = {unit.get(a) for _, _, (a, *_) in _overlapping(lo, hi, targets, starts)}
+    return set() if None in owners else owners
+
+@patch
+def _host_copies(self: HostOptimizer, i: int) -> list:
+    "(host, device) copies that bring resident unit `i`'s host copies of its weights (masters; its pool segment, when apart) up to date."
+    (targets, _), unit = self._places(), self._placement[2]
+    return [(h, d) for a, n, pool, d in targets if unit.get(a) == i for h in (self.opt.flat[a:a + n], pool) if h is not None]
 
 # %% ../nbs/23_layerwise.ipynb #lw36h002
 @patch

@@ -72,6 +72,7 @@ class FlatOptimizer(torch.optim.Optimizer):
         raise NotImplementedError
 
     def _align(self, off: int) -> int: return off                     # the first place at or after `off` a range may end
+    def _direct(self, lo: int, hi: int) -> dict: return {}            # {start: length}: tensors `_apply` takes gradients of apart
 
     def _state_sizes(self, lo: int, hi: int) -> dict[str, int]:
         "Elements of each state tensor, by name, for the part [lo, hi) of the flat buffers (`shard`)."
@@ -378,22 +379,30 @@ def _vectors(self: FlatAdafactor, i: int, j: int, device) -> tuple[Tensor, Tenso
     return self._tables[key]
 
 @patch
-def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int):
+def _direct(self: FlatAdafactor, lo: int, hi: int) -> dict:
+    "{flat start: length} of the matrices in [lo, hi): `_apply` reads their gradients where they are when given them (`grads`)."
+    at, i, j = self._at[0], self._at[0].index(lo), self._at[0].index(hi)
+    return {at[k]: at[k + 1] - at[k] for k in range(i, j) if len(self._shapes[k]) >= 2}
+
+@patch
+def _apply(self: FlatAdafactor, group: dict, t: dict, lo: int, grads: dict | None = None, scale: Tensor | None = None):
     """Decay the range's factors with one multiply per buffer, then update its vectors in one call and each other tensor by itself
-    (rounding keyed by each tensor's index)."""
+    (rounding keyed by each tensor's index). `grads`: {flat start: gradient} of matrices read there (bf16 too), not in
+    `t["grads"]`; `scale`: a clip factor every gradient is multiplied by as it is read (`t["grads"]` not yet scaled)."""
     beta2t = 1.0 - math.pow(self.steps, group["decay_rate"])
     for k in _FACTORS: t[k].mul_(beta2t)
     i, j, at = self._at[0].index(lo), self._at[0].index(lo + t["params"].numel()), self._at
     seed = lambda k: _sr_seed(self.seed + k, self.steps) if self.rounds else None
     table, index = self._vectors(i, j, t["params"].device)
     adafactor_vectors_(t["params"], t["grads"], t["exp_avg_sq"], t.get("exp_avg"), table, group, beta2t,
-                       _sr_seed(self.seed + index, self.steps).int() if self.rounds else None)   # (the keys made where they are used)
+                       _sr_seed(self.seed + index, self.steps).int() if self.rounds else None, scale)   # (the keys made where they are used)
     for k in range(i, j):
         if len(self._shapes[k]) < 2: continue
         part = lambda name, starts: t[name][starts[k] - starts[i]:starts[k + 1] - starts[i]]
         v = _views(self._shapes[k], *(part(n, s) for n, s in zip(("params", "grads", *_FACTORS), (at[0], *at))),
                    part("exp_avg", at[0]) if "exp_avg" in t else None)
-        adafactor_(v, group, beta2t, seed(k))                         # (17a: a matrix by Triton kernels)
+        if grads and (g := grads.get(at[0][k])) is not None: v["g"] = g.view(self._shapes[k])
+        adafactor_(v, group, beta2t, seed(k), scale)                  # (17a: a matrix by Triton kernels)
 
 # %% ../nbs/21_optim.ipynb #fe542fbd
 OPTIMIZERS = {"adamw": FlatAdamW, "adamw-bf16": partial(FlatAdamW, state_dtype=torch.bfloat16), "adamw8bit": FlatAdamW8bit,

@@ -346,6 +346,7 @@ class _Engine:
         self.trace, self.bytes_moved, self.loads = None, 0, 0
         self._hooks, self._ckpt, self._held, self._active = [], None, set(), set()
         self._read_by = {}                                         # unit -> a side stream still copying out of its slot
+        self.behind = {}                                           # resident unit -> copies that bring its host copy up to date
         self._add_hooks()
         self.plan, self.grad_sink = None, None
         self.keep_grads, self.grad_sums = False, {}                # (`plan`'s keep_grads: fp32 sums per resident weight, `apply`)
@@ -430,6 +431,7 @@ def _fill_pool(self: _Engine):
 @patch
 def sources(self: _Engine, u):
     "[(offset in unit `u`'s packed layout, uint8 host tensor)] it streams from: tensors it adopted, else the pool, else the store file."
+    if u.index in self.behind: self.catch_up()                 # (its newest weights are on the device: `left_behind`)
     if self.adopted is not None: return self._runs[u.index]
     if self.pool is not None: return [(0, self.pool[self.seg[u.index]:self.seg[u.index] + u.nbytes])]
     return self.store.sources(u)
@@ -438,7 +440,7 @@ def sources(self: _Engine, u):
 @patch
 def apply(self: _Engine, plan):
     "Allocate resident buffers and the ring for `plan` (once; nothing is allocated per step)."
-    self.copier.sync()
+    self.copier.sync(); self.catch_up()                        # (a resident unit's newest weights: to its host copy before they go)
     for u in self.units:
         for p in u.params: p.data = self._empty(p.dtype)
     self.slots = self.resident = None; self.grad_sums = {}     # free the previous configuration first
@@ -498,6 +500,22 @@ def _gather(self: _Engine, u) -> torch.Tensor:
 @patch
 def _unbind(self: _Engine, u):
     for p in u.params: p.data = self._empty(p.dtype)
+
+# %% ../nbs/20_streaming.ipynb #lb40c001
+@patch
+def left_behind(self: _Engine, i: int, copies: list):
+    """Resident unit `i`'s weights changed on the device and its host copy is older: `copies` — (host tensor, device tensor) —
+    bring it up to date, run by `catch_up` once something reads it."""
+    if i not in self.resident: raise ValueError(f"left_behind: unit {i} is not resident")
+    self.behind[i] = copies
+
+@patch
+def catch_up(self: _Engine):
+    "Bring the host copies `left_behind` up to date, once the work queued on the device (on any stream) is done."
+    if not self.behind: return
+    if self.cuda: torch.cuda.synchronize(self.device)
+    for d, s in (c for cs in self.behind.values() for c in cs): d.copy_(s)
+    self.behind.clear()
 
 # %% ../nbs/20_streaming.ipynb #6b2d2f29
 @patch
@@ -966,6 +984,7 @@ def reload(self: _Engine, units):
 @patch
 def _bind_host(self: _Engine, u):
     "Bind unit `u`'s weights to where they stream from: the tensors it adopted themselves (no copy), else its packed bytes."
+    if u.index in self.behind: self.catch_up()
     if self.adopted is None: return self._bind(u, self._gather(u))
     for p, shape, (_, s) in zip(u.params, u.shapes, self.adopted[u.index]): p.data = s.view(p.dtype).view(shape)
 

@@ -20,10 +20,12 @@ __all__ = ['BM', 'BN', 'adafactor_reference_', 'adafactor_', 'adafactor_vectors_
 # %% ../../nbs/17a_adafactor.ipynb #af000007
 def _rms(t: Tensor) -> Tensor: return t.norm(2) / (t.numel() ** 0.5)
 
-def adafactor_reference_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
+def adafactor_reference_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None, scale: Tensor | None = None):
     """transformers' Adafactor update of one tensor, in place (its expressions, in its order); its factors already multiplied by
-    `beta2t`. `sr_seed`: the parameter is bf16, updated in fp32 and stochastically rounded back with that key."""
-    p, g = (v["p"].float(), v["g"]) if sr_seed is not None else (v["p"], v["g"])
+    `beta2t`. `sr_seed`: the parameter is bf16, updated in fp32 and stochastically rounded back with that key. The gradient is
+    read in fp32, times `scale` (a clip factor) when given."""
+    g = v["g"].float() if scale is None else v["g"].float() * scale
+    p = v["p"].float() if sr_seed is not None else v["p"]
     update = g ** 2 + group["eps"]
     if "row" in v:
         v["row"].add_(update.mean(dim=-1), alpha=1.0 - beta2t)
@@ -41,12 +43,19 @@ def adafactor_reference_(v: dict, group: dict, beta2t: float, sr_seed: int | Non
 
 # %% ../../nbs/17a_adafactor.ipynb #af000009
 @_jit
-def _sq_sums_kernel(G, ROWP, COLP, M, N, eps, BM: tl.constexpr, BN: tl.constexpr):
+def _grad(G, offs, mask, SCALE, HAS_SCALE: tl.constexpr):
+    "The gradient at `offs` in fp32 (G: fp32 or bf16), times the clip factor at SCALE (HAS_SCALE): the product the scaled buffer held."
+    g = tl.load(G + offs, mask=mask, other=0.0).to(tl.float32)
+    if HAS_SCALE: g = g * tl.load(SCALE)
+    return g
+
+@_jit
+def _sq_sums_kernel(G, ROWP, COLP, M, N, eps, SCALE, HAS_SCALE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     "Tile (pid 0, pid 1) of g² + eps, summed along its rows into ROWP[pid 1, rows] and along its columns into COLP[pid 0, columns]."
     pm, pn = tl.program_id(0), tl.program_id(1)
     rm, rn = pm * BM + tl.arange(0, BM), pn * BN + tl.arange(0, BN)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
-    g = tl.load(G + rm[:, None].to(tl.int64) * N + rn[None, :], mask=mask, other=0.0)
+    g = _grad(G, rm[:, None].to(tl.int64) * N + rn[None, :], mask, SCALE, HAS_SCALE)
     u = tl.where(mask, g * g + eps, 0.0)
     tl.store(ROWP + pn.to(tl.int64) * M + rm, tl.sum(u, axis=1), mask=rm < M)
     tl.store(COLP + pm.to(tl.int64) * N + rn, tl.sum(u, axis=0), mask=rn < N)
@@ -63,7 +72,7 @@ def _apply_update(P, AVG, offs, mask, u, beta1, decay, seed, HAS_AVG: tl.constex
     tl.store(P + offs, p.to(P.dtype.element_ty), mask=mask)
 
 @_jit
-def _update_kernel(P, G, R, C, AVG, SSQ, DIV, M, N, lr, beta1, decay, seed,
+def _update_kernel(P, G, R, C, AVG, SSQ, DIV, M, N, lr, beta1, decay, seed, SCALE, HAS_SCALE: tl.constexpr,
                    PASS: tl.constexpr, HAS_AVG: tl.constexpr, ROUND: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     "u = r ⊗ c ⊙ g on one tile. PASS 0: its sum of squares into SSQ[tile]. PASS 1: u / DIV[0] · lr, the first moment, decay, the step."
     pm, pn = tl.program_id(0), tl.program_id(1)
@@ -71,7 +80,7 @@ def _update_kernel(P, G, R, C, AVG, SSQ, DIV, M, N, lr, beta1, decay, seed,
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     offs = rm[:, None].to(tl.int64) * N + rn[None, :]
     r, c = tl.load(R + rm, mask=rm < M, other=0.0), tl.load(C + rn, mask=rn < N, other=0.0)
-    u = (r[:, None] * c[None, :]) * tl.load(G + offs, mask=mask, other=0.0)
+    u = (r[:, None] * c[None, :]) * _grad(G, offs, mask, SCALE, HAS_SCALE)
     if PASS == 0:
         tl.store(SSQ + pm * tl.num_programs(1) + pn, tl.sum(tl.sum(tl.where(mask, u * u, 0.0), axis=1), axis=0))
     else: _apply_update(P, AVG, offs, mask, u / tl.load(DIV) * lr, beta1, decay, seed, HAS_AVG, ROUND)
@@ -80,33 +89,36 @@ def _update_kernel(P, G, R, C, AVG, SSQ, DIV, M, N, lr, beta1, decay, seed,
 BM, BN = 32, 128          # a tile: 32 rows of 128 (fp32: 16 KiB of gradient), coalesced along the rows
 
 def _kernel_dtypes(p: Tensor, g: Tensor, keyed: bool) -> bool:
-    "Whether the kernels take these buffers: fp32 gradients, fp32 weights or bf16 ones with a rounding key (`keyed`)."
-    return g.dtype == torch.float32 and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and keyed))
+    "Whether the kernels take these buffers: fp32 or bf16 gradients, fp32 weights or bf16 ones with a rounding key (`keyed`)."
+    return g.dtype in (torch.float32, torch.bfloat16) and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and keyed))
 
-def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None):
+def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None, scale: Tensor | None = None):
     """One tensor's Adafactor update in place (`adafactor_reference_`'s arguments): a 2-D weight in three passes of Triton kernels,
-    anything else by the reference."""
+    anything else by the reference. The kernels read a bf16 gradient and multiply by `scale` (a 0-d fp32 tensor) as they load it:
+    no fp32 copy, no pass that scales it."""
     p, g, avg = v["p"], v["g"], v["exp_avg"]
     for name, t in (("p", p), ("g", g), ("exp_avg", avg)):
         if t is not None and not t.is_contiguous(): raise ValueError(f"{name}: expected a contiguous view (of a flat buffer)")
-    if p.dim() != 2 or not _kernel_dtypes(p, g, sr_seed is not None) or not use_triton(p, g): return adafactor_reference_(v, group, beta2t, sr_seed)
+    if p.dim() != 2 or not _kernel_dtypes(p, g, sr_seed is not None) or not use_triton(p, g):
+        return adafactor_reference_(v, group, beta2t, sr_seed, scale)
     (M, N), grid = p.shape, (triton.cdiv(p.shape[0], BM), triton.cdiv(p.shape[1], BN))
-    rowp, colp = g.new_empty(grid[1], M), g.new_empty(grid[0], N)
-    _sq_sums_kernel[grid](g, rowp, colp, M, N, group["eps"], BM=BM, BN=BN)
+    f32 = lambda *shape: torch.empty(*shape, dtype=torch.float32, device=g.device)
+    rowp, colp, clip = f32(grid[1], M), f32(grid[0], N), dict(SCALE=g if scale is None else scale, HAS_SCALE=scale is not None)
+    _sq_sums_kernel[grid](g, rowp, colp, M, N, group["eps"], **clip, BM=BM, BN=BN)
     v["row"].add_(rowp.sum(0).div_(N), alpha=1.0 - beta2t)
     v["col"].add_(colp.sum(0).div_(M), alpha=1.0 - beta2t)
     r, c = (v["row"] / v["row"].mean()).rsqrt_(), v["col"].rsqrt()
-    ssq = g.new_empty(grid[0] * grid[1])
+    ssq = f32(grid[0] * grid[1])
     args = lambda div: (p, g, r, c, g if avg is None else avg, ssq, div, M, N, group["lr"], group["beta1"] or 0.0,
                         -group["weight_decay"] * group["lr"], sr_seed or 0)
-    kw = dict(HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BM=BM, BN=BN)
+    kw = dict(**clip, HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BM=BM, BN=BN)
     _update_kernel[grid](*args(ssq), PASS=0, **kw)                    # (no divisor yet)
     div = ((ssq.sum().sqrt() / math.sqrt(p.numel())) / group["clip_threshold"]).clamp_(min=1.0).reshape(1)
     _update_kernel[grid](*args(div), PASS=1, **kw)
 
 # %% ../../nbs/17a_adafactor.ipynb #afv00002
 @_jit
-def _vectors_kernel(P, G, FULL, AVG, AT, SEEDS, eps, one_minus_beta2t, lr, clip, beta1, decay,
+def _vectors_kernel(P, G, FULL, AVG, AT, SEEDS, eps, one_minus_beta2t, lr, clip, beta1, decay, SCALE, HAS_SCALE: tl.constexpr,
                     HAS_AVG: tl.constexpr, ROUND: tl.constexpr, BLOCK: tl.constexpr):
     "Vector pid (row pid of AT): its second moment and the squares of its update, summed; then its update, clipped by its own RMS."
     i = tl.program_id(0)
@@ -115,7 +127,7 @@ def _vectors_kernel(P, G, FULL, AVG, AT, SEEDS, eps, one_minus_beta2t, lr, clip,
     for s in range(0, n, BLOCK):
         offs = s + tl.arange(0, BLOCK)
         m = offs < n
-        g = tl.load(G + ap + offs, mask=m, other=0.0)
+        g = _grad(G + ap, offs, m, SCALE, HAS_SCALE)
         f = tl.load(FULL + af + offs, mask=m, other=1.0) + one_minus_beta2t * (g * g + eps)
         tl.store(FULL + af + offs, f, mask=m)
         u = (1.0 / tl.sqrt(f)) * g
@@ -125,23 +137,23 @@ def _vectors_kernel(P, G, FULL, AVG, AT, SEEDS, eps, one_minus_beta2t, lr, clip,
     for s in range(0, n, BLOCK):
         offs = s + tl.arange(0, BLOCK)
         m = offs < n
-        u = (1.0 / tl.sqrt(tl.load(FULL + af + offs, mask=m, other=1.0))) * tl.load(G + ap + offs, mask=m, other=0.0)
+        u = (1.0 / tl.sqrt(tl.load(FULL + af + offs, mask=m, other=1.0))) * _grad(G + ap, offs, m, SCALE, HAS_SCALE)
         _apply_update(P + ap, AVG + ap, offs, m, u / div * lr, beta1, decay, seed, HAS_AVG, ROUND)
 
 def adafactor_vectors_(p: Tensor, g: Tensor, full: Tensor, avg: Tensor | None, at: list, group: dict, beta2t: float,
-                       seeds: list | Tensor | None = None):
+                       seeds: list | Tensor | None = None, scale: Tensor | None = None):
     """Adafactor's update of the vectors at `at` — (start in `p`, `g`, `avg`; start in `full`; length) each — of flat buffers, in
     place, their second moments already multiplied by `beta2t`; `seeds`: one rounding key each (bf16 `p`). One launch; else the
     reference. `at` (an (n, 3) int64 tensor) and `seeds` (int32) may be on `p`'s device already: no copy from the host, which would
-    wait for every copy to the device queued before it (on any stream: `23_layerwise` measured it)."""
+    wait for every copy to the device queued before it (on any stream: `23_layerwise` measured it). `scale`: as `adafactor_`'s."""
     if not len(at): return
     views = lambda a, f, n: dict(p=p[a:a + n], g=g[a:a + n], full=full[f:f + n], exp_avg=None if avg is None else avg[a:a + n])
     if not _kernel_dtypes(p, g, seeds is not None) or not use_triton(p, g, full):
         at, seeds = (x.tolist() if isinstance(x, Tensor) else x for x in (at, seeds))
-        for j, (a, f, n) in enumerate(at): adafactor_reference_(views(a, f, n), group, beta2t, None if seeds is None else seeds[j])
+        for j, (a, f, n) in enumerate(at): adafactor_reference_(views(a, f, n), group, beta2t, None if seeds is None else seeds[j], scale)
         return
     table = at if isinstance(at, Tensor) else torch.tensor(at, dtype=torch.int64, device=p.device)
     keys = seeds if isinstance(seeds, Tensor) else torch.tensor(seeds or [0] * len(at), dtype=torch.int32, device=p.device)
     _vectors_kernel[(len(at),)](p, g, full, g if avg is None else avg, table, keys, group["eps"], 1.0 - beta2t,
                                 group["lr"], group["clip_threshold"], group["beta1"] or 0.0, -group["weight_decay"] * group["lr"],
-                                HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
+                                g if scale is None else scale, HAS_SCALE=scale is not None, HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
