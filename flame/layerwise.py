@@ -304,14 +304,17 @@ def _targets(self: HostOptimizer) -> list:
 
 @patch
 def _places(self: HostOptimizer, device_only: bool = False) -> tuple:
-    """`_targets()` and their starts (`device_only`: without the host copies), made once a step (the ring and resident buffers do not
-    move within one); with them, the resident unit of each target that is a resident unit's weight, by its start (`_home`)."""
-    if self._placement is None:
-        t, e = self._targets(), self.engine
+    """`_targets()` and their starts (`device_only`: without the host copies), made once a step and plan (the ring and resident
+    buffers do not move within them); with them, the resident unit of each target that is a resident unit's weight, by its start
+    (`_home`)."""
+    e = self.engine
+    if self._placement is None or self._placement[3] is not e.resident:   # (a new plan made new resident buffers)
+        t = self._targets()
         unit = {b.untyped_storage().data_ptr(): i for i, b in (e.resident or {}).items()}
         starts = [a for a, *_ in t]
         self._placement = ((t, starts), ([(a, n, d) for a, n, _, d in t], starts),
-                           {a: unit[d.untyped_storage().data_ptr()] for a, _, _, d in t if d is not None and d.untyped_storage().data_ptr() in unit})
+                           {a: unit[d.untyped_storage().data_ptr()] for a, _, _, d in t if d is not None and d.untyped_storage().data_ptr() in unit},
+                           e.resident)
     return self._placement[device_only]
 
 def _overlapping(lo: int, hi: int, pieces: list, starts: list):
