@@ -310,11 +310,10 @@ def _places(self: HostOptimizer, device_only: bool = False) -> tuple:
     e = self.engine
     if self._placement is None or self._placement[3] is not e.resident:   # (a new plan made new resident buffers)
         t = self._targets()
-        unit = {b.untyped_storage().data_ptr(): i for i, b in (e.resident or {}).items()}
-        starts = [a for a, *_ in t]
+        unit, starts = {b.untyped_storage().data_ptr(): i for i, b in (e.resident or {}).items()}, [a for a, *_ in t]
+        ptr = lambda d: None if d is None else d.untyped_storage().data_ptr()
         self._placement = ((t, starts), ([(a, n, d) for a, n, _, d in t], starts),
-                           {a: unit[d.untyped_storage().data_ptr()] for a, _, _, d in t if d is not None and d.untyped_storage().data_ptr() in unit},
-                           e.resident)
+                           {a: unit[ptr(d)] for a, _, _, d in t if ptr(d) in unit}, e.resident)
     return self._placement[device_only]
 
 def _overlapping(lo: int, hi: int, pieces: list, starts: list):

@@ -385,8 +385,9 @@ def __exit__(self: MemoryTimeline, *exc):
         for h in self._handles: h.remove()
         self._handles.clear()
         # swap the free callbacks for plain weak references: frees after the region are not recorded
-        live = {k: b for k, b in self._live.items() if b.wr() is not None}
-        for b in live.values(): b.wr = weakref.ref(b.wr())
+        live = {}                                                # (a snapshot: a storage freed meanwhile, by another thread or
+        for k, b in self._live.copy().items():                   #  a collection, pops its entry; CI's 73 once failed on that)
+            if (st := b.wr()) is not None: b.wr, live[k] = weakref.ref(st), b
         self._live = live
         self._mods.clear()
     return False

@@ -156,4 +156,5 @@ def adafactor_vectors_(p: Tensor, g: Tensor, full: Tensor, avg: Tensor | None, a
     keys = seeds if isinstance(seeds, Tensor) else torch.tensor(seeds or [0] * len(at), dtype=torch.int32, device=p.device)
     _vectors_kernel[(len(at),)](p, g, full, g if avg is None else avg, table, keys, group["eps"], 1.0 - beta2t,
                                 group["lr"], group["clip_threshold"], group["beta1"] or 0.0, -group["weight_decay"] * group["lr"],
-                                g if scale is None else scale, HAS_SCALE=scale is not None, HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
+                                g if scale is None else scale, HAS_SCALE=scale is not None, HAS_AVG=avg is not None,
+                                ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
