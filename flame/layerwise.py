@@ -471,7 +471,7 @@ def _step_on_device(self: HostOptimizer, sets: list, ranges: list):
     if self._beside is not None: torch.cuda.current_stream(e.device).wait_stream(self._beside)   # (the units' norms, updates)
     scale = self._clip_left()
     self._begin()
-    here_ = [(a, n, d) for a, n, _, d in self._places()[0] if d is not None]   # resident blocks' weights, those outside the blocks
+    here_ = [p for p in self._places(device_only=True)[0] if p[2] is not None]   # resident blocks' weights, those outside the blocks
     self._update_ranges(sets, self._left(ranges), scale, {"params": here_})  # (updated where they are: not copied in again)
     self._hand_on()
     for w in list(e.ring.slot_of):

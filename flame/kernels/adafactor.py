@@ -92,6 +92,10 @@ def _kernel_dtypes(p: Tensor, g: Tensor, keyed: bool) -> bool:
     "Whether the kernels take these buffers: fp32 or bf16 gradients, fp32 weights or bf16 ones with a rounding key (`keyed`)."
     return g.dtype in (torch.float32, torch.bfloat16) and (p.dtype == torch.float32 or (p.dtype == torch.bfloat16 and keyed))
 
+def _scaled(g: Tensor, scale: Tensor | None) -> dict:
+    "The kernels' clip-factor arguments: `scale`'s pointer (`g`'s, unread, without one) and whether to read it."
+    return dict(SCALE=g if scale is None else scale, HAS_SCALE=scale is not None)
+
 def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None, scale: Tensor | None = None):
     """One tensor's Adafactor update in place (`adafactor_reference_`'s arguments): a 2-D weight in three passes of Triton kernels,
     anything else by the reference. The kernels read a bf16 gradient and multiply by `scale` (a 0-d fp32 tensor) as they load it:
@@ -103,7 +107,7 @@ def adafactor_(v: dict, group: dict, beta2t: float, sr_seed: int | None = None, 
         return adafactor_reference_(v, group, beta2t, sr_seed, scale)
     (M, N), grid = p.shape, (triton.cdiv(p.shape[0], BM), triton.cdiv(p.shape[1], BN))
     f32 = lambda *shape: torch.empty(*shape, dtype=torch.float32, device=g.device)
-    rowp, colp, clip = f32(grid[1], M), f32(grid[0], N), dict(SCALE=g if scale is None else scale, HAS_SCALE=scale is not None)
+    rowp, colp, clip = f32(grid[1], M), f32(grid[0], N), _scaled(g, scale)
     _sq_sums_kernel[grid](g, rowp, colp, M, N, group["eps"], **clip, BM=BM, BN=BN)
     v["row"].add_(rowp.sum(0).div_(N), alpha=1.0 - beta2t)
     v["col"].add_(colp.sum(0).div_(M), alpha=1.0 - beta2t)
@@ -156,5 +160,4 @@ def adafactor_vectors_(p: Tensor, g: Tensor, full: Tensor, avg: Tensor | None, a
     keys = seeds if isinstance(seeds, Tensor) else torch.tensor(seeds or [0] * len(at), dtype=torch.int32, device=p.device)
     _vectors_kernel[(len(at),)](p, g, full, g if avg is None else avg, table, keys, group["eps"], 1.0 - beta2t,
                                 group["lr"], group["clip_threshold"], group["beta1"] or 0.0, -group["weight_decay"] * group["lr"],
-                                g if scale is None else scale, HAS_SCALE=scale is not None, HAS_AVG=avg is not None,
-                                ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
+                                **_scaled(g, scale), HAS_AVG=avg is not None, ROUND=2 if p.dtype == torch.bfloat16 else 0, BLOCK=1024)
